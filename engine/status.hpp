@@ -15,15 +15,17 @@ enum class ExitCode : int {
   kFailure = 1,      // anything else: NaN loss, I/O failure writing outputs, ...
   kUsage = 2,        // bad command line or job file (config)
   kData = 3,         // bad data file or checkpoint contents
+  kCluster = 4,      // a task of the cluster died, hung or never arrived
 };
 
-enum class ErrorKind { kConfig, kData, kRuntime };
+enum class ErrorKind { kConfig, kData, kRuntime, kCluster };
 
 inline ExitCode exit_code_for(ErrorKind k) {
   switch (k) {
     case ErrorKind::kConfig: return ExitCode::kUsage;
     case ErrorKind::kData: return ExitCode::kData;
     case ErrorKind::kRuntime: return ExitCode::kFailure;
+    case ErrorKind::kCluster: return ExitCode::kCluster;
   }
   return ExitCode::kFailure;
 }
@@ -38,6 +40,7 @@ struct Error {
 inline Error config_error(std::string m) { return {ErrorKind::kConfig, std::move(m)}; }
 inline Error data_error(std::string m) { return {ErrorKind::kData, std::move(m)}; }
 inline Error runtime_error(std::string m) { return {ErrorKind::kRuntime, std::move(m)}; }
+inline Error cluster_error(std::string m) { return {ErrorKind::kCluster, std::move(m)}; }
 
 // Result<T>: a value or an Error (std::expected is C++23; this is the subset we use).
 template <class T>

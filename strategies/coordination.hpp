@@ -1,0 +1,117 @@
+// The coordination service of a multi-worker cluster (gRPC, hosted by the
+// chief, or worker 0 when there is no chief): rendezvous of every training
+// task with a deadline, a key-value store (Gloo's rendezvous store and NCCL's
+// unique id go through it), barriers, and heartbeats. When a training task
+// dies, hangs or never arrives, every other task learns it within
+// timeout_secs, with a message naming the task and its address; nothing
+// waits forever.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/status.hpp"
+
+namespace dtrain {
+
+// One task of the cluster as the service knows it.
+struct CoordTask {
+  std::string type;     // chief | worker | evaluator | ps
+  int64_t index = 0;
+  std::string address;  // host:port from the cluster spec ("" if unlisted, e.g. an evaluator)
+
+  std::string id() const;     // "worker 1"
+  std::string label() const;  // "worker 1 (127.0.0.1:2223)", or id() without an address
+};
+
+struct CoordinationOptions {
+  // Training tasks that must all register (rendezvous) and keep sending
+  // heartbeats. Other tasks (evaluator, ps) may register as observers: they
+  // receive failures, and the service waits for them to leave before it
+  // stops, but their death does not fail the training cluster.
+  std::vector<CoordTask> training_tasks;
+  double timeout_secs = 60;  // rendezvous deadline, heartbeat timeout, barrier and get() deadline
+  // Interval between heartbeats; 0 means timeout_secs / 10 clamped to [0.2, 5] s.
+  double heartbeat_secs = 0;
+};
+
+// The service, run inside the chief's process.
+class CoordinationService {
+ public:
+  // Listens on listen_address ("host:port"; port 0 picks a free port). Errors
+  // (address in use, bad address) are kCluster errors naming the address.
+  static Result<std::unique_ptr<CoordinationService>> start(const std::string& listen_address,
+                                                            const CoordinationOptions& options);
+  // Stops serving (in-flight calls end with UNAVAILABLE).
+  ~CoordinationService();
+  // The port actually bound.
+  int port() const;
+  // Blocks until every task that registered (training and observers) has
+  // left or been declared dead, or until `deadline` passes. Returns false on
+  // deadline.
+  bool wait_all_left(std::chrono::steady_clock::time_point deadline);
+  // "" while healthy; else the first failure, e.g. "worker 1 (127.0.0.1:2223)
+  // sent no heartbeat for 60 s (the process died or hung)".
+  std::string failure() const;
+
+  class Impl;
+
+ private:
+  explicit CoordinationService(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A task's connection to the service.
+class CoordinationClient {
+ public:
+  // Connects to the service at service_address (retrying until it answers)
+  // and registers `self`. A training task then blocks until every training
+  // task has registered (the rendezvous); an observer returns once
+  // registered. Every wait is bounded by options.timeout_secs. Errors are
+  // kCluster and name who is missing, e.g.
+  //   "rendezvous: worker 2 (127.0.0.1:2224) did not arrive within 60 s"
+  //   "the coordination service at 127.0.0.1:2222 (chief 0) did not answer within 60 s: <grpc message>"
+  // service_label names the host task in messages ("chief 0 (127.0.0.1:2222)").
+  // After success a background thread sends heartbeats.
+  static Result<std::unique_ptr<CoordinationClient>> connect(const std::string& service_address,
+                                                             const std::string& service_label, const CoordTask& self,
+                                                             bool observer, const CoordinationOptions& options);
+  // Stops heartbeats without leaving (the service will declare this task dead).
+  ~CoordinationClient();
+
+  // Called once, from the heartbeat thread, when the cluster has failed: the
+  // service reported a failure (another task dead, missing, or reported an
+  // error), or the service was unreachable for timeout_secs. The message names
+  // the task. When no handler is set the default prints
+  // "dtrain: <message>" to stderr and calls _exit(4) (ExitCode::kCluster):
+  // the main thread may be blocked inside a collective that will never end.
+  void on_failure(std::function<void(const Error&)> handler);
+  // The failure seen so far (nullopt while healthy).
+  std::optional<Error> failure() const;
+
+  // Key-value store shared by every task of the cluster.
+  Status set(const std::string& key, const std::string& value);
+  // Waits until `key` is set (at most timeout_secs, or `timeout` if given).
+  Result<std::string> get(const std::string& key, std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  // Blocks until every training task has entered barrier `name` (each name
+  // used once), or fails naming the tasks that did not arrive in timeout_secs.
+  Status barrier(const std::string& name);
+  // Tells the service this task failed (the others stop with this message).
+  void report_error(const std::string& message);
+  // This task ends cleanly: it will send no more heartbeats and must not be
+  // declared dead. Idempotent.
+  void leave();
+
+  class Impl;
+
+ private:
+  explicit CoordinationClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dtrain

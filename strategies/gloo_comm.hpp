@@ -1,0 +1,45 @@
+// Gloo collectives over TCP between the CPU worker processes of a cluster,
+// bootstrapped through the coordination service's key-value store (Gloo's
+// own stores are files or Redis; ours is the service).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/status.hpp"
+#include "strategies/coordination.hpp"
+
+namespace dtrain {
+
+class GlooComm {
+ public:
+  // Builds a full-mesh Gloo context of `size` ranks; this process is `rank`.
+  // Binds Gloo's TCP device on bind_host (this task's host from the cluster
+  // spec; "" = the hostname). Store keys are prefixed with `prefix` so
+  // several contexts can coexist. Every collective fails instead of blocking
+  // longer than timeout_secs. Errors are kCluster.
+  static Result<std::unique_ptr<GlooComm>> create(CoordinationClient& client, int rank, int size,
+                                                  const std::string& bind_host, double timeout_secs,
+                                                  const std::string& prefix);
+  ~GlooComm();
+  int rank() const;
+  int size() const;
+
+  // In-place sum over all ranks (ring all-reduce); every rank ends with the
+  // same bits. Errors (a peer closed its connection, timeout) are kCluster
+  // errors; after one, the communicator must not be used again.
+  Status all_reduce_sum(float* data, size_t count);
+  Status all_reduce_sum(double* data, size_t count);
+  // Copies root's `bytes` bytes at `data` into every rank's `data`.
+  Status broadcast(void* data, size_t bytes, int root);
+  Status barrier();
+
+  class Impl;
+
+ private:
+  explicit GlooComm(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dtrain
