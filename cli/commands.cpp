@@ -13,6 +13,7 @@
 #include "engine/estimator/estimator.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/version.hpp"
+#include "strategies/cluster_runtime.hpp"
 #include "strategies/program.hpp"
 
 namespace dtrain::cli {
@@ -42,39 +43,78 @@ Result<JobSpec> load_for(const Args& a, const std::string& path, std::string_vie
   auto job = load_job(path, options);
   if (!job) return job;
   if (Status s = check_for_command(*job, command); !s) return s.error();
-  // This version runs one training process. Refuse a multi-task cluster
-  // (TF_CONFIG, Slurm, the job's cluster section) rather than have every
-  // task train alone into the same model_dir.
-  auto cluster = resolve_cluster(*job, process_env());
-  if (!cluster) return cluster.error();
-  if (cluster->cluster.num_training_tasks() > 1 || cluster->task.type == "ps" || cluster->task.type == "evaluator") {
-    return config_error(fmt::format(
-        "{}: the cluster from {} has {} training tasks and this task is {} {}; multi-worker training "
-        "(strategy collective or parameter_server, evaluator tasks) is not available in this version of dtrain: "
-        "unset TF_CONFIG / run outside srun, or remove the job's cluster section, to train in one process",
-        path, cluster->source, cluster->cluster.num_training_tasks(), cluster->task.type, cluster->task.index));
-  }
   return job;
 }
 
-// Loads the job for `command` and builds its Estimator.
+// The cluster `dtrain train` runs in, checked against the job's strategy:
+// several training tasks need a strategy that spans processes; a ps task
+// needs parameter_server. nullopt for a single local process.
+Result<std::optional<ResolvedCluster>> training_cluster(const JobSpec& job, const std::string& path) {
+  auto rc = resolve_cluster(job, process_env());
+  if (!rc) return rc.error();
+  if (rc->is_local()) return std::optional<ResolvedCluster>();
+  const std::string& type = job.strategy.type;
+  if (rc->task.type == "ps") {
+    return config_error(fmt::format("{}: this task is ps {} (from {}), but strategy.type is \"{}\" and the "
+                                    "parameter_server strategy is not available in this version of dtrain",
+                                    path, rc->task.index, rc->source, type));
+  }
+  const bool spans_processes = type == "collective" || type == "parameter_server";
+  if (rc->cluster.num_training_tasks() > 1 && !spans_processes) {
+    return config_error(fmt::format(
+        "{}: strategy.type: \"{}\" trains in one process, but the cluster from {} has {} training tasks; use "
+        "strategy collective to train across them, or run a single task",
+        path, type, rc->source, rc->cluster.num_training_tasks()));
+  }
+  return std::optional<ResolvedCluster>(*rc);
+}
+
+EstimatorOptions estimator_options(const Args& a) {
+  EstimatorOptions o;
+  o.log_format = a.log_format == "json" ? LogFormat::kJson : a.log_format == "plain" ? LogFormat::kPlain : LogFormat::kAuto;
+  return o;
+}
+
+// Loads the job for `command` and builds its Estimator (a local process:
+// evaluate and predict never join a cluster).
 Result<std::unique_ptr<Estimator>> estimator_for(const Args& a, std::string_view command) {
   auto job = load_for(a, a.jobs[0], command);
   if (!job) return job.error();
-  EstimatorOptions o;
-  o.log_format = a.log_format == "json" ? LogFormat::kJson : a.log_format == "plain" ? LogFormat::kPlain : LogFormat::kAuto;
-  return Estimator::create(*job, o);
+  return Estimator::create(*job, estimator_options(a));
 }
 
 std::optional<std::string> checkpoint_arg(const Args& a) {
   return a.checkpoint.empty() ? std::nullopt : std::optional<std::string>(a.checkpoint);
 }
 
+// train in a cluster: join it (rendezvous), then train as a training task
+// or follow model_dir as the evaluator. A task that fails tells the others,
+// which stop naming it.
 int run_train(const Args& a) {
-  auto est = estimator_for(a, "train");
-  if (!est) return fail(est.error());
-  Status s = (*est)->train(!a.no_eval);
-  return s ? 0 : fail(s.error());
+  auto job = load_for(a, a.jobs[0], "train");
+  if (!job) return fail(job.error());
+  auto rc = training_cluster(*job, a.jobs[0]);
+  if (!rc) return fail(rc.error());
+  EstimatorOptions options = estimator_options(a);
+  std::unique_ptr<ClusterRuntime> cluster;
+  if (*rc) {
+    auto joined = ClusterRuntime::join(**rc);
+    if (!joined) return fail(joined.error());
+    cluster = std::move(*joined);
+    options.cluster = cluster.get();
+  }
+  auto est = Estimator::create(*job, options);
+  if (!est) {
+    if (cluster) cluster->client().report_error(est.error().message);
+    return fail(est.error());
+  }
+  Status s = cluster && !cluster->is_training_task() ? (*est)->evaluate_continuously() : (*est)->train(!a.no_eval);
+  if (!s) {
+    if (cluster) cluster->client().report_error(s.error().message);
+    return fail(s.error());
+  }
+  if (cluster) cluster->finish();
+  return 0;
 }
 
 int run_evaluate(const Args& a) {
@@ -143,6 +183,19 @@ int run_cluster(const Args& a) {
   return 0;
 }
 
+int run_launch_command(const Args& a) {
+  LaunchArgs l = a.launch;
+  l.job = a.jobs[0];
+  for (const std::string& o : a.overrides) {
+    l.train_args.push_back("--set");
+    l.train_args.push_back(o);
+  }
+  if (!a.model_dir.empty()) l.train_args.insert(l.train_args.end(), {"--model-dir", a.model_dir});
+  if (a.log_format != "auto") l.train_args.insert(l.train_args.end(), {"--log-format", a.log_format});
+  if (a.no_eval) l.train_args.push_back("--no-eval");
+  return run_launch(l);
+}
+
 int run_version(const Args&) {
   std::printf("dtrain %s\n", kDtrainVersion);
   return 0;
@@ -191,6 +244,19 @@ const std::vector<Command>& commands() {
        [](const Args& a) { return a.data_exit; }},
       {"cluster", "print the resolved cluster and this task's role",
        [](CLI::App& s, Args& a) { add_job(s, a); }, run_cluster},
+      {"launch", "start a local cluster of dtrain train processes on loopback (TF_CONFIG set for each)",
+       [](CLI::App& s, Args& a) {
+         add_job(s, a);
+         add_run_options(s, a);
+         s.add_flag("--no-eval", a.no_eval, "do not evaluate during training");
+         s.add_option("--workers", a.launch.workers, "worker tasks; worker 0 is the chief unless --chief")
+             ->check(CLI::Range(1, 1024));
+         s.add_flag("--chief", a.launch.chief, "add a chief task besides the workers");
+         s.add_flag("--evaluator", a.launch.evaluator, "add an evaluator task that evaluates each checkpoint");
+         s.add_option("--port-base", a.launch.port_base, "ports base, base+1, ... (default: free ports)")
+             ->check(CLI::Range(1, 65535));
+       },
+       run_launch_command},
       {"version", "print dtrain's version", [](CLI::App&, Args&) {}, run_version},
   };
   return table;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/launch_command.hpp"
+
 namespace dtrain::cli {
 
 // Parsed arguments of every subcommand (each uses the fields it declares).
@@ -20,6 +22,7 @@ struct Args {
   std::string input, output;            // predict
   bool no_eval = false;                 // train: skip evaluation
   int data_exit = 0;                    // data *: set by its subcommand callbacks
+  LaunchArgs launch;                    // launch: tasks (its train options are the fields above)
 };
 
 struct Command {

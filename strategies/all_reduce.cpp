@@ -1,6 +1,8 @@
 // Bucketing and the in-process all-reduce.
 #include "strategies/all_reduce.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 namespace dtrain {
@@ -44,14 +46,29 @@ void sum_into_first(std::span<ReplicaState* const> states, const std::vector<siz
   }
 }
 
-InProcessAllReduce::InProcessAllReduce(const GradBuckets& buckets)
-    : buckets_(buckets), arrived_(buckets.vars.size(), 0) {}
+InProcessAllReduce::InProcessAllReduce(const GradBuckets& buckets, CrossReduce cross)
+    : buckets_(buckets), cross_(std::move(cross)), arrived_(buckets.vars.size(), 0), ready_(buckets.vars.size(), false) {
+  if (cross_) comm_ = std::thread([this] { comm_loop(); });
+}
+
+InProcessAllReduce::~InProcessAllReduce() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  ready_cv_.notify_all();
+  if (comm_.joinable()) comm_.join();
+}
 
 void InProcessAllReduce::begin_step(std::span<ReplicaState* const> states) {
   std::lock_guard<std::mutex> lock(mu_);
   states_ = states;
   std::fill(arrived_.begin(), arrived_.end(), 0);
+  std::fill(ready_.begin(), ready_.end(), false);
   reduced_ = 0;
+  next_cross_ = 0;
+  error_.reset();
+  cross_seconds_ = exposed_seconds_ = 0;
 }
 
 void InProcessAllReduce::arrive(size_t bucket) {
@@ -61,10 +78,21 @@ void InProcessAllReduce::arrive(size_t bucket) {
   }
   // Every replica's gradients for this bucket are final and no one writes
   // them until the next step: reduce outside the lock.
-  const std::vector<size_t>& vars = buckets_.vars[bucket];
-  sum_into_first(states_, vars);
+  sum_into_first(states_, buckets_.vars[bucket]);
+  if (!cross_) {
+    publish(bucket);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_[bucket] = true;
+  }
+  ready_cv_.notify_all();
+}
+
+void InProcessAllReduce::publish(size_t bucket) {
   for (size_t r = 1; r < states_.size(); ++r) {
-    for (size_t v : vars) states_[r]->grads[v].copy_from(states_[0]->grads[v]);
+    for (size_t v : buckets_.vars[bucket]) states_[r]->grads[v].copy_from(states_[0]->grads[v]);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -73,9 +101,55 @@ void InProcessAllReduce::arrive(size_t bucket) {
   done_cv_.notify_all();
 }
 
+// Buckets are reduced across workers strictly in index order, the order in
+// which backward completes them on every worker, so every worker issues the
+// same sequence of collectives.
+void InProcessAllReduce::comm_loop() {
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    size_t bucket = 0;
+    bool failed = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ready_cv_.wait(lock, [&] { return stop_ || (next_cross_ < ready_.size() && ready_[next_cross_]); });
+      if (stop_) return;
+      bucket = next_cross_++;
+      failed = error_.has_value();
+    }
+    const auto t0 = Clock::now();
+    // After a failure the communicator is unusable: the remaining buckets
+    // are only released so that wait_all() returns.
+    Status s = failed ? Status::Ok() : cross_(bucket);
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!s && !error_) error_ = s.error();
+      cross_seconds_ += secs;
+      const bool all_local = std::all_of(ready_.begin(), ready_.end(), [](bool b) { return b; });
+      if (all_local) exposed_seconds_ += secs;
+    }
+    publish(bucket);
+  }
+}
+
 void InProcessAllReduce::wait_all() {
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return reduced_ == arrived_.size(); });
+}
+
+std::optional<Error> InProcessAllReduce::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+double InProcessAllReduce::cross_seconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cross_seconds_;
+}
+
+double InProcessAllReduce::exposed_seconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exposed_seconds_;
 }
 
 }  // namespace dtrain

@@ -6,9 +6,14 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <thread>
 #include <vector>
+
+#include "engine/status.hpp"
 
 #include "engine/model/model.hpp"
 
@@ -27,11 +32,20 @@ GradBuckets make_buckets(const Model& model, double bucket_bytes);
 // both reduce through this, so their results carry the same bits.
 void sum_into_first(std::span<ReplicaState* const> states, const std::vector<size_t>& vars);
 
-// In-process all-reduce (sum) over the replicas of one process.
+// Reduces one bucket across worker processes, in place in replica 0's
+// gradients (the collective strategy's Gloo all-reduce).
+using CrossReduce = std::function<Status(size_t bucket)>;
+
+// In-process all-reduce (sum) over the replicas of one process, optionally
+// followed by a cross-worker stage: the last replica to arrive sums the
+// bucket into replica 0, then (with `cross`) a communication thread reduces
+// it across workers, in bucket order, while backward continues; then every
+// replica gets the result.
 // Thread-safe: arrive() and wait_all() are called from the replica threads.
 class InProcessAllReduce {
  public:
-  explicit InProcessAllReduce(const GradBuckets& buckets);
+  explicit InProcessAllReduce(const GradBuckets& buckets, CrossReduce cross = {});
+  ~InProcessAllReduce();
   // Before the replicas start a step (caller's thread, no replica running).
   void begin_step(std::span<ReplicaState* const> states);
   // Replica r's gradients for `bucket` are final. The last replica to arrive
@@ -39,14 +53,31 @@ class InProcessAllReduce {
   void arrive(size_t bucket);
   // Blocks until every bucket of this step is reduced.
   void wait_all();
+  // The cross-worker stage's first error this step (after wait_all()).
+  std::optional<Error> error() const;
+  // Seconds the communication thread spent in `cross` this step, and the
+  // part of it after the last bucket became ready locally (not overlapped
+  // with backward).
+  double cross_seconds() const;
+  double exposed_seconds() const;
 
  private:
+  void publish(size_t bucket);  // copies replica 0's sum to the others, counts it reduced
+  void comm_loop();
+
   const GradBuckets& buckets_;
+  CrossReduce cross_;
   std::span<ReplicaState* const> states_;
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  std::vector<int> arrived_;  // GUARDED_BY(mu_), per bucket
-  size_t reduced_ = 0;        // GUARDED_BY(mu_)
+  mutable std::mutex mu_;
+  std::condition_variable done_cv_, ready_cv_;
+  std::vector<int> arrived_;   // GUARDED_BY(mu_), per bucket
+  std::vector<bool> ready_;    // GUARDED_BY(mu_), per bucket: summed locally, waiting for `cross`
+  size_t reduced_ = 0;         // GUARDED_BY(mu_)
+  size_t next_cross_ = 0;      // GUARDED_BY(mu_): the bucket the comm thread reduces next
+  bool stop_ = false;          // GUARDED_BY(mu_)
+  std::optional<Error> error_; // GUARDED_BY(mu_)
+  double cross_seconds_ = 0, exposed_seconds_ = 0;  // GUARDED_BY(mu_)
+  std::thread comm_;           // only with cross_
 };
 
 }  // namespace dtrain

@@ -14,6 +14,22 @@ MirroredStrategy::MirroredStrategy(Program& program, std::vector<std::string> de
       reducer_(std::make_unique<InProcessAllReduce>(buckets_)),
       slots_(replicas_.size()) {}
 
+MirroredStrategy::MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+                                   const std::function<CrossReduce(const GradBuckets&)>& make_cross)
+    : ReplicatedStrategy(program, std::move(devices)),
+      buckets_(make_buckets(*program.model, bucket_bytes)),
+      reducer_(std::make_unique<InProcessAllReduce>(buckets_, make_cross(buckets_))),
+      slots_(replicas_.size()) {}
+
+std::vector<Tensor*> MirroredStrategy::state_tensors(size_t replica) {
+  std::vector<Tensor*> out;
+  for (Tensor& t : replicas_[replica].values) out.push_back(&t);
+  for (auto& var_slots : slots_[replica]) {
+    for (Tensor& t : var_slots) out.push_back(&t);
+  }
+  return out;
+}
+
 Status MirroredStrategy::create_variables() {
   if (Status s = initialize_variables(program_, replicas_[0].values, slots_[0]); !s) return s;
   for (size_t r = 1; r < replicas_.size(); ++r) {
@@ -60,7 +76,10 @@ void MirroredStrategy::check_copies_identical() const {
 }
 
 StepOutput MirroredStrategy::train_step(const Batch& batch, int64_t step, float lr) {
-  const float scale = program_.grad_scale(batch.size());
+  return mirrored_step(batch, step, lr, program_.grad_scale(batch.size()));
+}
+
+StepOutput MirroredStrategy::mirrored_step(const Batch& batch, int64_t step, float lr, float scale) {
   reducer_->begin_step(replica_ptrs_);
   const auto outs = on_shards(batch.size(), [&](int r, int64_t begin, int64_t end) {
     ReplicaState& rs = replicas_[static_cast<size_t>(r)];
@@ -77,6 +96,9 @@ StepOutput MirroredStrategy::train_step(const Batch& batch, int64_t step, float 
       });
     }
     reducer_->wait_all();
+    // A failed cross-worker reduction leaves the gradients partial: the
+    // caller reads reducer_->error() and stops before using the variables.
+    if (reducer_->error()) return out;
     apply_gradients(program_, rs.values, rs.grads, slots_[static_cast<size_t>(r)], step, lr);
     return out;
   });

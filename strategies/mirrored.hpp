@@ -5,6 +5,7 @@
 // builds).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "strategies/all_reduce.hpp"
@@ -12,7 +13,7 @@
 
 namespace dtrain {
 
-class MirroredStrategy final : public ReplicatedStrategy {
+class MirroredStrategy : public ReplicatedStrategy {
  public:
   // bucket_bytes: the all-reduce bucket size (strategy.bucket_mb).
   MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes);
@@ -22,14 +23,28 @@ class MirroredStrategy final : public ReplicatedStrategy {
   Status restore(const CheckpointData& ckpt) override;
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
 
+ protected:
+  // collective: the same, with a cross-worker stage after each bucket's
+  // in-process sum (make_cross receives the buckets).
+  MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+                   const std::function<CrossReduce(const GradBuckets&)>& make_cross);
+  // One step with gradient factor `scale` (train_step uses the batch's size).
+  StepOutput mirrored_step(const Batch& batch, int64_t step, float lr, float scale);
+  // Replica 0's copy of every variable (then slots), for broadcasts.
+  std::vector<Tensor*> state_tensors(size_t replica);
+
  private:
   // Copies replica 0's variables (all of them, or only non-trainable ones,
   // which forward may update from each replica's own shard) to the others.
   void broadcast_from_first(bool non_trainable_only);
   void check_copies_identical() const;
 
+
+ protected:
   GradBuckets buckets_;
   std::unique_ptr<InProcessAllReduce> reducer_;
+
+ private:
   std::vector<std::vector<std::vector<Tensor>>> slots_;  // [replica][variable][slot]
 };
 

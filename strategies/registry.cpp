@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "strategies/cluster_runtime.hpp"
+#include "strategies/collective.hpp"
 #include "strategies/mirrored.hpp"
 #include "strategies/one_device.hpp"
 #include "strategies/strategy.hpp"
@@ -13,10 +15,11 @@
 namespace dtrain {
 namespace {
 
-using Factory = std::function<Result<std::unique_ptr<Strategy>>(const JobSpec&, Program&, std::vector<std::string>)>;
+using Factory = std::function<Result<std::unique_ptr<Strategy>>(const JobSpec&, Program&, std::vector<std::string>,
+                                                                 ClusterRuntime*)>;
 
 Result<std::unique_ptr<Strategy>> make_one_device(const JobSpec& job, Program& program,
-                                                  std::vector<std::string> devices) {
+                                                  std::vector<std::string> devices, ClusterRuntime*) {
   if (devices.size() != 1) {
     return config_error(fmt::format("{}: strategy.devices: one_device runs on exactly one device; got {} ({})",
                                     job.source_path, devices.size(), fmt::join(devices, ", ")));
@@ -24,14 +27,38 @@ Result<std::unique_ptr<Strategy>> make_one_device(const JobSpec& job, Program& p
   return std::unique_ptr<Strategy>(std::make_unique<OneDeviceStrategy>(program, devices[0]));
 }
 
-Result<std::unique_ptr<Strategy>> make_towers(const JobSpec&, Program& program, std::vector<std::string> devices) {
+Result<std::unique_ptr<Strategy>> make_towers(const JobSpec&, Program& program, std::vector<std::string> devices,
+                                              ClusterRuntime*) {
   return std::unique_ptr<Strategy>(std::make_unique<TowersStrategy>(program, std::move(devices)));
 }
 
 Result<std::unique_ptr<Strategy>> make_mirrored(const JobSpec& job, Program& program,
-                                                std::vector<std::string> devices) {
+                                                std::vector<std::string> devices, ClusterRuntime*) {
   const double bucket_bytes = job.strategy.bucket_mb * 1024.0 * 1024.0;
   return std::unique_ptr<Strategy>(std::make_unique<MirroredStrategy>(program, std::move(devices), bucket_bytes));
+}
+
+// communication: ring is Gloo over TCP; nccl needs every device to be a GPU,
+// which needs the CUDA compute backend; auto picks nccl when every device is
+// a GPU, else ring.
+Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& program,
+                                                  std::vector<std::string> devices, ClusterRuntime* cluster) {
+  if (job.strategy.communication == "nccl") {
+    return config_error(fmt::format(
+        "{}: strategy.communication: nccl all-reduces between GPUs, and this dtrain has no CUDA compute backend "
+        "yet (devices: {}); use communication: ring (Gloo over TCP) or auto",
+        job.source_path, fmt::join(devices, ", ")));
+  }
+  const double bucket_bytes = job.strategy.bucket_mb * 1024.0 * 1024.0;
+  std::unique_ptr<GlooComm> comm;
+  if (cluster && cluster->is_training_task() && cluster->size() > 1) {
+    auto c = GlooComm::create(cluster->client(), cluster->rank(), cluster->size(), cluster->bind_host(),
+                              cluster->timeout_secs(), "collective/gloo/");
+    if (!c) return c.error();
+    comm = std::move(*c);
+  }
+  return std::unique_ptr<Strategy>(
+      std::make_unique<CollectiveStrategy>(program, std::move(devices), bucket_bytes, cluster, std::move(comm)));
 }
 
 // The job's devices: "auto" is one CPU device (the CUDA backend comes later);
@@ -68,7 +95,7 @@ const StrategyRow kStrategies[] = {
     {"one_device", make_one_device},
     {"towers", make_towers},
     {"mirrored", make_mirrored},
-    {"collective", nullptr},
+    {"collective", make_collective},
     {"parameter_server", nullptr},
 };
 
@@ -86,17 +113,17 @@ std::vector<std::pair<int64_t, int64_t>> split_batch(int64_t global, int replica
   return out;
 }
 
-Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program) {
+Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
   for (const StrategyRow& row : kStrategies) {
     if (job.strategy.type != row.name) continue;
     if (!row.factory) {
       return config_error(fmt::format("{}: strategy.type: \"{}\" is not available in this version of dtrain; "
-                                      "available: one_device, towers, mirrored",
+                                      "available: one_device, towers, mirrored, collective",
                                       job.source_path, row.name));
     }
-    return row.factory(job, program, *devices);
+    return row.factory(job, program, *devices, cluster);
   }
   return config_error(fmt::format("{}: strategy.type: unknown strategy \"{}\"", job.source_path, job.strategy.type));
 }

@@ -53,11 +53,33 @@ class Strategy {
   virtual StepOutput eval_step(const Batch& batch) = 0;
   // Predictions (B, output...) in input order.
   virtual Tensor predict_step(const Batch& batch) = 0;
+
+  // Multi-worker strategies (one process per worker). This worker's index
+  // among the training tasks and their number: the input is sharded by them.
+  virtual int worker_index() const { return 0; }
+  virtual int num_workers() const { return 1; }
+  // Makes every worker start from the chief's state: broadcasts the chief's
+  // variables and slots, and `values` (global step, input position), to all.
+  virtual Status sync_start(std::vector<int64_t>& values) {
+    (void)values;
+    return Status::Ok();
+  }
+  // True on every worker when `flag` is true on any (a stop signal, the end
+  // of a worker's input), so that all workers stop after the same step.
+  virtual bool any_worker(bool flag) { return flag; }
+  // Seconds the last train_step spent in cross-worker communication, and the
+  // part of it not overlapped with backward (0 for single-process strategies).
+  virtual std::pair<double, double> last_comm_seconds() const { return {0, 0}; }
 };
 
 // The one table of strategies (strategies/registry.cpp). Resolves devices
 // ("auto", num_gpus) and rejects what this build cannot run, with the field.
-Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program);
+// `cluster` is this process's membership of a multi-task cluster (null for a
+// single local process); collective and parameter_server need one to span
+// processes and run as a cluster of one without.
+class ClusterRuntime;
+Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program,
+                                                ClusterRuntime* cluster = nullptr);
 
 // Splits a global batch of `global` rows into `replicas` contiguous shards
 // along dimension 0, as evenly as possible (the first global % replicas

@@ -30,7 +30,7 @@ Status Estimator::setup() {
   auto program = make_program(job_);
   if (!program) return program.error();
   program_ = std::move(*program);
-  auto strategy = make_strategy(job_, program_);
+  auto strategy = make_strategy(job_, program_, options_.cluster);
   if (!strategy) return strategy.error();
   strategy_ = std::move(*strategy);
   return strategy_->create_variables();

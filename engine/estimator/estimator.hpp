@@ -22,6 +22,10 @@ namespace dtrain {
 struct EstimatorOptions {
   LogFormat log_format = LogFormat::kAuto;
   std::FILE* log = stderr;
+  // This process's membership of a multi-task cluster; null for a local run.
+  // Only the chief then reads and writes model_dir; an evaluator task runs
+  // evaluate_continuously().
+  ClusterRuntime* cluster = nullptr;
 };
 
 struct EvalResult {
@@ -43,6 +47,11 @@ class Estimator {
   // Evaluates a checkpoint (default: the latest) on data.eval; writes eval
   // summaries and model_dir/eval/metrics-<step>.json (+ metrics.json).
   Result<EvalResult> evaluate(const std::optional<std::string>& checkpoint);
+  // The evaluator task of a cluster: follows model_dir, evaluates each new
+  // checkpoint once, in step order (one deleted by keep_checkpoint_max before
+  // its turn is reported as skipped), and returns after the checkpoint of
+  // run.max_steps. Checkpoints with eval/metrics-<step>.json are done already.
+  Status evaluate_continuously();
   // Writes predictions for the examples of input_path (.npy, IDX, or CSV of
   // features) to output_path (.npy or .csv).
   Status predict(const std::string& input_path, const std::string& output_path,

@@ -1,12 +1,15 @@
 // Evaluation: loss and metrics over data.eval, written as eval summaries and JSON.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "datasets/pipeline.hpp"
 #include "engine/estimator/estimator.hpp"
+#include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 
 namespace dtrain {
@@ -57,6 +60,71 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   log_.eval(r.global_step, r.metrics, checkpoint_name);
   if (Status s = write_eval_outputs(r); !s) return s.error();
   return r;
+}
+
+namespace {
+
+// The step of "…/model.ckpt-<step>.safetensors"; -1 if the name differs.
+int64_t checkpoint_step(const std::string& path) {
+  const std::string name = fs::path(path).filename().string();
+  const std::string prefix = "model.ckpt-", suffix = ".safetensors";
+  if (name.size() <= prefix.size() + suffix.size() || name.rfind(prefix, 0) != 0) return -1;
+  try {
+    return std::stoll(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+Status Estimator::evaluate_continuously() {
+  if (!job_.data.eval) return config_error(fmt::format("{}: data.eval: required for the evaluator", job_.source_path));
+  const RunSpec& run = job_.run;
+  int64_t final_step = run.max_steps;
+  int64_t done = -1;  // the last step evaluated
+  log_.info(fmt::format("evaluator: following {} and evaluating each new checkpoint until step {}", run.model_dir,
+                        final_step));
+  const fs::path eval_dir = fs::path(run.model_dir) / "eval";
+  for (;;) {
+    for (const std::string& path : list_checkpoints(run.model_dir)) {
+      const int64_t step = checkpoint_step(path);
+      if (step <= done) continue;
+      std::error_code ec;
+      if (fs::exists(eval_dir / fmt::format("metrics-{}.json", step), ec)) {
+        done = step;  // evaluated by an earlier run of this evaluator
+        continue;
+      }
+      if (done >= 0 && run.save_checkpoints_steps && *run.save_checkpoints_steps > 0 &&
+          step - done > *run.save_checkpoints_steps && step % *run.save_checkpoints_steps == 0) {
+        log_.warning(fmt::format("evaluator: checkpoints after step {} and before {} were deleted "
+                                 "(keep_checkpoint_max) before they could be evaluated",
+                                 done, step));
+      }
+      auto ckpt = read_compatible_checkpoint(path);
+      if (!ckpt) {
+        if (!fs::exists(path, ec)) {
+          log_.warning(fmt::format("evaluator: {} was deleted (keep_checkpoint_max) before it could be evaluated",
+                                   path));
+          continue;
+        }
+        return ckpt.error();
+      }
+      if (Status s = restore_from(*ckpt); !s) return s;
+      auto r = run_evaluation(path);
+      if (!r) return r.error();
+      done = step;
+    }
+    if (options_.cluster && final_step == run.max_steps) {
+      // Training may end before max_steps (a non-repeating input ran out).
+      auto f = options_.cluster->client().get("train/final_step", std::chrono::milliseconds(1));
+      if (f) final_step = std::stoll(*f);
+    }
+    if (done >= final_step) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  log_.info(fmt::format("evaluator: evaluated the final checkpoint (step {}); done", done));
+  return Status::Ok();
 }
 
 Status Estimator::write_eval_outputs(const EvalResult& r) {

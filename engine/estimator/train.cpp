@@ -13,6 +13,7 @@
 #include "engine/estimator/estimator.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
+#include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 
 namespace dtrain {
@@ -39,12 +40,18 @@ Status write_text_file(const fs::path& path, const std::string& text) {
 Status Estimator::train(bool evaluate_during) {
   const RunSpec& run = job_.run;
   if (!job_.data.train) return config_error(fmt::format("{}: data.train: required for training", job_.source_path));
+  // In a cluster only the chief reads and writes model_dir; the others get
+  // its state through the strategy (they may not even share the directory).
+  const bool chief = strategy_->is_chief();
+  const bool multi_worker = strategy_->num_workers() > 1;
   std::error_code ec;
-  fs::create_directories(run.model_dir, ec);
-  if (ec) return runtime_error(fmt::format("cannot create model_dir {}: {}", run.model_dir, ec.message()));
-  if (Status s = write_text_file(fs::path(run.model_dir) / "job.resolved.yaml", job_.resolved_yaml); !s) return s;
+  if (chief) {
+    fs::create_directories(run.model_dir, ec);
+    if (ec) return runtime_error(fmt::format("cannot create model_dir {}: {}", run.model_dir, ec.message()));
+    if (Status s = write_text_file(fs::path(run.model_dir) / "job.resolved.yaml", job_.resolved_yaml); !s) return s;
+  }
 
-  if (auto latest = latest_checkpoint(run.model_dir)) {
+  if (auto latest = chief ? latest_checkpoint(run.model_dir) : std::nullopt) {
     auto ckpt = read_compatible_checkpoint(*latest);
     if (!ckpt) return ckpt.error();
     if (auto it = ckpt->metadata.find("model_hash"); it != ckpt->metadata.end() && it->second != job_.model_hash) {
@@ -56,10 +63,21 @@ Status Estimator::train(bool evaluate_during) {
     log_.info(fmt::format("resuming from {} at step {}", *latest, global_step_));
   }
 
+  if (multi_worker) {
+    std::vector<int64_t> start_state = {global_step_, restored_input_position_};
+    if (Status s = strategy_->sync_start(start_state); !s) return s;
+    if (!chief && start_state[0] > 0) log_.info(fmt::format("starting at the chief's step {}", start_state[0]));
+    global_step_ = start_state[0];
+    restored_input_position_ = start_state[1];
+  }
+
   const DataSourceSpec& train_spec = *job_.data.train;
   auto batch = global_batch(train_spec, "train");
   if (!batch) return batch.error();
-  auto input = make_input(train_spec, {job_.base_dir, *batch, run.seed, "data.train"});
+  InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
+  input_options.num_workers = strategy_->num_workers();
+  input_options.worker_index = strategy_->worker_index();
+  auto input = make_input(train_spec, input_options);
   if (!input) return input.error();
   if ((*input)->feature_shape() != program_.model->input_shape()) {
     return config_error(fmt::format("{}: data.train: examples have shape {} but model.input.shape is {}",
@@ -72,9 +90,14 @@ Status Estimator::train(bool evaluate_during) {
   if (Status s = (*input)->restore(restored_input_position_); !s) return s;
 
   const int replicas = strategy_->num_replicas();
-  log_.info(fmt::format("strategy {} on {}; batch: global {} = {} replica(s) x {}{}", strategy_->name(),
+  const std::string worker_part =
+      multi_worker ? fmt::format(" x {} workers (this is worker {}{})", strategy_->num_workers(),
+                                 strategy_->worker_index(), chief ? ", the chief" : "")
+                   : "";
+  log_.info(fmt::format("strategy {} on {}; batch: {} = {} replica(s) x {}{}{}", strategy_->name(),
                         fmt::join(strategy_->devices(), ", "), *batch, replicas, *batch / replicas,
-                        *batch % replicas ? fmt::format(" (+1 on the first {})", *batch % replicas) : ""));
+                        *batch % replicas ? fmt::format(" (+1 on the first {})", *batch % replicas) : "",
+                        worker_part));
   if (const std::string d = (*input)->describe(); !d.empty()) log_.info(d);
   if (global_step_ >= run.max_steps) {
     log_.info(fmt::format("model_dir {} is already at step {} (max_steps {}); nothing to train", run.model_dir,
@@ -82,13 +105,20 @@ Status Estimator::train(bool evaluate_during) {
     return Status::Ok();
   }
 
-  const bool chief = strategy_->is_chief();
   if (chief && run.save_summary_steps > 0) {
     auto w = SummaryWriter::open(run.model_dir);
     if (!w) return w.error();
     train_writer_ = std::move(*w);
   }
-  const bool can_eval = evaluate_during && job_.data.eval.has_value();
+  // In a cluster, evaluation is the evaluator task's work (TensorFlow's
+  // train_and_evaluate): training tasks never stop to evaluate.
+  const bool in_cluster = options_.cluster != nullptr;
+  const bool can_eval = evaluate_during && job_.data.eval.has_value() && !in_cluster;
+  if (in_cluster && chief && evaluate_during && job_.data.eval &&
+      options_.cluster->resolved().cluster.count("evaluator") == 0) {
+    log_.info("the cluster has no evaluator task: checkpoints are not evaluated during training "
+              "(add an evaluator task, or run dtrain evaluate)");
+  }
 
   g_stop_signal.store(0);
   auto old_int = std::signal(SIGINT, on_stop_signal);
@@ -106,6 +136,8 @@ Status Estimator::train(bool evaluate_during) {
   std::optional<Clock::time_point> last_eval;
   int64_t window_steps = 0, window_examples = 0, saved_step = -1;
   double window_input_wait = 0;  // seconds blocked in input->next() this window
+  double window_comm = 0, window_exposed = 0, total_comm = 0, total_exposed = 0;  // cross-worker all-reduce
+  int64_t total_steps = 0;
   StepOutput summary_acc;
   double window_loss = 0;
 
@@ -114,7 +146,9 @@ Status Estimator::train(bool evaluate_during) {
     auto next = (*input)->next();
     window_input_wait += seconds_since(wait_start);
     if (!next) return next.error();
-    if (!next->has_value()) {
+    // Every worker stops at the same step: when any worker's input ends.
+    const bool out_of_data = multi_worker ? strategy_->any_worker(!next->has_value()) : !next->has_value();
+    if (out_of_data) {
       log_.warning(fmt::format("data.train ran out of examples at step {} (repeat: false); stopping early",
                                global_step_));
       break;
@@ -123,6 +157,12 @@ Status Estimator::train(bool evaluate_during) {
     if (Status s = check_batch_labels(b, train_spec, "data.train"); !s) return s;
     const float lr = static_cast<float>(learning_rate_at(job_.optimizer, global_step_));
     StepOutput out = strategy_->train_step(b, global_step_, lr);
+    const auto [comm, exposed] = strategy_->last_comm_seconds();
+    window_comm += comm;
+    window_exposed += exposed;
+    total_comm += comm;
+    total_exposed += exposed;
+    ++total_steps;
     const double loss = out.loss_sum / static_cast<double>(out.examples);
     if (!std::isfinite(loss)) {
       log_.end_progress();
@@ -149,12 +189,17 @@ Status Estimator::train(bool evaluate_during) {
             {"global_step/sec", static_cast<double>(window_steps) / secs},
             {"examples/sec", static_cast<double>(window_examples) / secs},
             {"input_wait_fraction", wait}};
+        if (multi_worker) {
+          s.emplace_back("all_reduce_seconds_per_step", window_comm / static_cast<double>(window_steps));
+          s.emplace_back("all_reduce_exposed_seconds_per_step", window_exposed / static_cast<double>(window_steps));
+        }
         if (Status st = train_writer_->scalars(global_step_, s); !st) return st;
       }
       window_start = Clock::now();
       window_steps = window_examples = 0;
       window_loss = 0;
       window_input_wait = 0;
+      window_comm = window_exposed = 0;
     }
     if (train_writer_ && (global_step_ % run.save_summary_steps == 0 || last)) {
       std::vector<std::pair<std::string, double>> s = {
@@ -168,7 +213,11 @@ Status Estimator::train(bool evaluate_during) {
       summary_acc = StepOutput{};
     }
 
-    const int stop_sig = g_stop_signal.load();
+    const int local_sig = g_stop_signal.load();
+    // A stop signal to any worker stops every worker after this step (and
+    // the chief saves it).
+    const int stop_sig = multi_worker ? (strategy_->any_worker(local_sig != 0) ? (local_sig ? local_sig : -1) : 0)
+                                      : local_sig;
     bool save_now = last || stop_sig != 0;
     if (run.save_checkpoints_steps && *run.save_checkpoints_steps > 0) {
       save_now = save_now || global_step_ % *run.save_checkpoints_steps == 0;
@@ -186,11 +235,18 @@ Status Estimator::train(bool evaluate_during) {
         last_eval = Clock::now();
       }
     }
+    if (stop_sig < 0) {
+      log_.end_progress();
+      return runtime_error(fmt::format("stopped at step {} because another task of the cluster received a stop "
+                                       "signal; the chief saved a checkpoint; run the same command to resume",
+                                       global_step_));
+    }
     if (stop_sig != 0) {
       log_.end_progress();
       return runtime_error(fmt::format("stopped by signal {} at step {}; checkpoint {} saved; run the same command "
                                        "to resume",
-                                       stop_sig, global_step_, last_checkpoint_));
+                                       stop_sig, global_step_,
+                                       chief ? last_checkpoint_ : std::string("by the chief")));
     }
   }
   if (chief && saved_step != global_step_ && global_step_ > 0) {
@@ -201,7 +257,18 @@ Status Estimator::train(bool evaluate_during) {
     }
   }
   log_.end_progress();
-  log_.info(fmt::format("training finished at step {}; checkpoint {}", global_step_, last_checkpoint_));
+  if (in_cluster && chief) {
+    // The evaluator stops after the checkpoint of this step.
+    if (Status s = options_.cluster->client().set("train/final_step", std::to_string(global_step_)); !s) return s;
+  }
+  if (multi_worker && total_steps > 0) {
+    log_.info(fmt::format("cross-worker all-reduce: {:.2f} ms per step, {:.2f} ms of it not overlapped with backward "
+                          "(mean over {} steps)",
+                          1e3 * total_comm / static_cast<double>(total_steps),
+                          1e3 * total_exposed / static_cast<double>(total_steps), total_steps));
+  }
+  log_.info(chief ? fmt::format("training finished at step {}; checkpoint {}", global_step_, last_checkpoint_)
+                  : fmt::format("training finished at step {}; the chief saved the checkpoint", global_step_));
   return Status::Ok();
 }
 

@@ -21,6 +21,28 @@ def cluster(*args, **env):
     return run_dtrain("cluster", JOB, *args, env=clean_env(**env), timeout=60)
 
 
+TF_CONFIG_MISTAKES = {
+    '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "wroker", "index": 0}}':
+        'TF_CONFIG: task.type "wroker" is not one of chief, worker, ps, evaluator (did you mean "worker"?)',
+    '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 3}}':
+        "TF_CONFIG: task {type: worker, index: 3} but cluster.worker has 2 addresses (0..1)",
+    '{"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker", "index": 0}}':
+        'TF_CONFIG: address "a:1" is listed twice, as cluster.worker[0] and cluster.worker[1]',
+    '{"cluster": {"chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}}':
+        "TF_CONFIG: cluster.chief has 2 addresses; a cluster has at most one chief",
+    '{"cluster": {"worker": ["a:1"], "ps": ["p:1"]}, "task": {"type": "worker", "index": 0}}':
+        'TF_CONFIG: cluster.ps lists 1 parameter server(s) but strategy.type is "one_device", which uses none',
+    '{"cluster": {"worker": ["a:1"], "evaluator": ["a:1"]}, "task": {"type": "evaluator", "index": 0}}':
+        "TF_CONFIG: the evaluator's address \"a:1\" is also cluster.worker[0]",
+    '{"cluster": {"worker": ["a"]}, "task": {"type": "worker", "index": 0}}':
+        'TF_CONFIG: cluster.worker[0]: "a" has no ":port"',
+    # 71 characters, the closing brace missing: the parser stops just past the end (as Python's json).
+    '{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}':
+        "TF_CONFIG: invalid JSON: parse error at line 1, column 72: syntax error while parsing object - "
+        "unexpected end of input; expected '}'",
+}
+
+
 def test_local_process():
     out = cluster()
     assert out.returncode == 0, out.stderr
@@ -45,27 +67,7 @@ def test_tf_config_chief_workers_ps_evaluator():
 
 
 def test_tf_config_mistakes_exit_2_with_their_message():
-    cases = {
-        '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "wroker", "index": 0}}':
-            'TF_CONFIG: task.type "wroker" is not one of chief, worker, ps, evaluator (did you mean "worker"?)',
-        '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 3}}':
-            "TF_CONFIG: task {type: worker, index: 3} but cluster.worker has 2 addresses (0..1)",
-        '{"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker", "index": 0}}':
-            'TF_CONFIG: address "a:1" is listed twice, as cluster.worker[0] and cluster.worker[1]',
-        '{"cluster": {"chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}}':
-            "TF_CONFIG: cluster.chief has 2 addresses; a cluster has at most one chief",
-        '{"cluster": {"worker": ["a:1"], "ps": ["p:1"]}, "task": {"type": "worker", "index": 0}}':
-            'TF_CONFIG: cluster.ps lists 1 parameter server(s) but strategy.type is "one_device", which uses none',
-        '{"cluster": {"worker": ["a:1"], "evaluator": ["a:1"]}, "task": {"type": "evaluator", "index": 0}}':
-            "TF_CONFIG: the evaluator's address \"a:1\" is also cluster.worker[0]",
-        '{"cluster": {"worker": ["a"]}, "task": {"type": "worker", "index": 0}}':
-            'TF_CONFIG: cluster.worker[0]: "a" has no ":port"',
-        # 71 characters, the closing brace missing: the parser stops just past the end (as Python's json).
-        '{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}':
-            "TF_CONFIG: invalid JSON: parse error at line 1, column 72: syntax error while parsing object - "
-            "unexpected end of input; expected '}'",
-    }
-    for tf_config, message in cases.items():
+    for tf_config, message in TF_CONFIG_MISTAKES.items():
         out = cluster(TF_CONFIG=tf_config)
         assert out.returncode == 2, (tf_config, out.stdout)
         assert out.stdout == ""
@@ -94,12 +96,26 @@ def test_job_file_cluster_wins_over_tf_config():
     assert "role: chief: writes checkpoints and summaries (worker 0 of a cluster without a chief)\n" in out.stdout
 
 
-def test_training_in_a_multi_task_cluster_is_refused_loudly(mlp_job):
+def test_a_one_process_strategy_in_a_multi_task_cluster_is_refused_loudly(mlp_job):
     job, model_dir = mlp_job()
     tf_config = json.dumps({"cluster": {"chief": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]},
                             "task": {"type": "worker", "index": 0}})
     out = run_dtrain("train", job, env=clean_env(TF_CONFIG=tf_config))
     assert out.returncode == 2
-    assert ("the cluster from TF_CONFIG has 2 training tasks and this task is worker 0; multi-worker training"
-            in out.stderr)
+    assert out.stderr == (f'dtrain: {job}: strategy.type: "one_device" trains in one process, but the cluster from '
+                          "TF_CONFIG has 2 training tasks; use strategy collective to train across them, or run a "
+                          "single task\n")
     assert not model_dir.exists()
+
+
+def test_train_with_a_wrong_tf_config_fails_before_training(mlp_job):
+    """Each mistake of test_tf_config_mistakes_exit_2_with_their_message stops `dtrain train` before any
+    connection is tried or anything is written."""
+    job, model_dir = mlp_job()
+    for tf_config, message in TF_CONFIG_MISTAKES.items():
+        out = run_dtrain("train", job, "--set", "strategy.type=collective", env=clean_env(TF_CONFIG=tf_config),
+                         timeout=30)
+        assert out.returncode == 2, (tf_config, out.stderr)
+        expected = message.replace('strategy.type is "one_device"', 'strategy.type is "collective"')
+        assert out.stderr.startswith("dtrain: " + expected), (tf_config, out.stderr)
+        assert not model_dir.exists()

@@ -1,0 +1,24 @@
+// dtrain launch: a local cluster of dtrain train processes on loopback, each
+// with its TF_CONFIG, for trying multi-worker jobs on one machine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dtrain::cli {
+
+struct LaunchArgs {
+  int workers = 2;          // worker tasks (worker 0 is the chief unless `chief`)
+  bool chief = false;       // add a separate chief task
+  bool evaluator = false;   // add an evaluator task
+  int port_base = 0;        // 0: free ports picked by the system
+  std::string job;
+  std::vector<std::string> train_args;  // passed to every `dtrain train` (--set, --model-dir, ...)
+};
+
+// Starts the tasks, prefixes each output line with "[type index] ", forwards
+// SIGINT/SIGTERM to every task, and waits for all. Returns 0 when every task
+// succeeded, else the exit code of the first task that failed.
+int run_launch(const LaunchArgs& args);
+
+}  // namespace dtrain::cli

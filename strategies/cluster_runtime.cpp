@@ -1,0 +1,90 @@
+// Joining a multi-task cluster through the coordination service.
+#include "strategies/cluster_runtime.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+namespace dtrain {
+
+std::string address_host(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? "" : address.substr(0, colon);
+}
+
+namespace {
+
+std::string address_port(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? "" : address.substr(colon + 1);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedCluster& rc) {
+  std::unique_ptr<ClusterRuntime> rt(new ClusterRuntime());
+  rt->rc_ = rc;
+  for (const char* type : {"chief", "worker"}) {
+    auto it = rc.cluster.tasks.find(type);
+    if (it == rc.cluster.tasks.end()) continue;
+    for (size_t i = 0; i < it->second.size(); ++i) {
+      rt->training_.push_back({type, static_cast<int64_t>(i), it->second[i]});
+      if (rc.task.type == type && rc.task.index == static_cast<int64_t>(i)) {
+        rt->rank_ = static_cast<int>(rt->training_.size()) - 1;
+      }
+    }
+  }
+  if (rt->training_.empty()) {
+    return config_error(fmt::format("cluster from {}: no chief or worker task to train", rc.source));
+  }
+  CoordinationOptions options;
+  options.training_tasks = rt->training_;
+  options.timeout_secs = rc.timeout_secs;
+  const CoordTask& host = rt->training_[0];
+  if (rt->rank_ == 0) {
+    // Listen on every interface at the chief's port: its cluster address may
+    // name an interface by a host name this process cannot bind as given.
+    auto service = CoordinationService::start("0.0.0.0:" + address_port(host.address), options);
+    if (!service) return service.error();
+    rt->service_ = std::move(*service);
+  }
+  CoordTask self{rc.task.type, rc.task.index, rc.address};
+  auto client = CoordinationClient::connect(host.address, host.label(), self, !rt->is_training_task(), options);
+  if (!client) return client.error();
+  rt->client_ = std::move(*client);
+  return rt;
+}
+
+ClusterRuntime::~ClusterRuntime() = default;
+
+std::string ClusterRuntime::bind_host() const { return address_host(rc_.address); }
+
+void ClusterRuntime::finish() {
+  client_->leave();
+  if (service_) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(rc_.timeout_secs * 1000));
+    service_->wait_all_left(deadline);
+  }
+}
+
+void ClusterRuntime::fail_after_comm_error(const Error& e) {
+  // The service names a dead task timeout_secs after its last heartbeat; a
+  // heartbeat interval is timeout_secs / 10 clamped to [0.2, 5] s.
+  const double heartbeat = std::min(5.0, std::max(0.2, rc_.timeout_secs / 10));
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>((rc_.timeout_secs + 2 * heartbeat + 1) * 1000));
+  while (std::chrono::steady_clock::now() < deadline) {
+    // The failure handler (set by the caller, or the default) ends the process.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
+  std::fflush(stderr);
+  _exit(static_cast<int>(ExitCode::kCluster));
+}
+
+}  // namespace dtrain

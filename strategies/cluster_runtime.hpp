@@ -1,0 +1,57 @@
+// A process's membership of a multi-task cluster: the chief (or worker 0)
+// hosts the coordination service on its cluster address; every training task
+// connects and waits for the rendezvous; an evaluator joins as an observer.
+// Strategies that span processes (collective, parameter_server) build their
+// communicators from it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cluster/cluster.hpp"
+#include "engine/status.hpp"
+#include "strategies/coordination.hpp"
+
+namespace dtrain {
+
+class ClusterRuntime {
+ public:
+  // Joins the cluster `rc` describes (more than one task, or any task that is
+  // not a plain local process). Blocks until every training task arrived or
+  // cluster.timeout_secs passed (kCluster error naming the missing tasks).
+  static Result<std::unique_ptr<ClusterRuntime>> join(const ResolvedCluster& rc);
+  ~ClusterRuntime();
+
+  const ResolvedCluster& resolved() const { return rc_; }
+  // Training tasks in rank order: the chief (if any), then workers by index.
+  const std::vector<CoordTask>& training_tasks() const { return training_; }
+  bool is_training_task() const { return rank_ >= 0; }
+  int rank() const { return rank_; }  // -1 for an evaluator
+  int size() const { return static_cast<int>(training_.size()); }
+  double timeout_secs() const { return rc_.timeout_secs; }
+  // The host of this task's address (where Gloo binds); "" if it has none.
+  std::string bind_host() const;
+  CoordinationClient& client() { return *client_; }
+  // Ends this task's part cleanly: leaves; on the service host, waits (at
+  // most timeout_secs) for every other task to leave before stopping it.
+  void finish();
+  // After a communication error (a peer closed its connection): waits for
+  // the coordination service to name the failed task (the failure handler
+  // then ends the process with exit code 4); if none is named within
+  // timeout_secs plus two heartbeats, prints `e` and exits with code 4.
+  [[noreturn]] void fail_after_comm_error(const Error& e);
+
+ private:
+  ClusterRuntime() = default;
+  ResolvedCluster rc_;
+  std::vector<CoordTask> training_;
+  int rank_ = -1;
+  std::unique_ptr<CoordinationService> service_;
+  std::unique_ptr<CoordinationClient> client_;
+};
+
+// Host part of "host:port" ("" when there is no colon).
+std::string address_host(const std::string& address);
+
+}  // namespace dtrain

@@ -1,0 +1,91 @@
+// collective strategy: mirrored within a worker, Gloo ring all-reduce across workers.
+#include "strategies/collective.hpp"
+
+#include <chrono>
+#include <cstring>
+
+#include "strategies/replica_step.hpp"
+
+namespace dtrain {
+
+CollectiveStrategy::CollectiveStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+                                       ClusterRuntime* cluster, std::unique_ptr<GlooComm> comm)
+    : MirroredStrategy(program, std::move(devices), bucket_bytes,
+                       [this, multi = comm != nullptr](const GradBuckets&) -> CrossReduce {
+                         if (!multi) return {};
+                         return [this](size_t bucket) { return reduce_bucket(bucket); };
+                       }),
+      cluster_(cluster),
+      comm_(std::move(comm)),
+      flat_(buckets_.vars.size()) {}
+
+Status CollectiveStrategy::reduce_bucket(size_t bucket) {
+  // One all-reduce per bucket: the bucket's gradients packed contiguously.
+  std::vector<float>& flat = flat_[bucket];
+  ReplicaState& rs = replicas_[0];
+  size_t total = 0;
+  for (size_t v : buckets_.vars[bucket]) total += static_cast<size_t>(rs.grads[v].numel());
+  flat.resize(total);
+  size_t at = 0;
+  for (size_t v : buckets_.vars[bucket]) {
+    std::memcpy(flat.data() + at, rs.grads[v].data(), rs.grads[v].bytes());
+    at += static_cast<size_t>(rs.grads[v].numel());
+  }
+  if (Status s = comm_->all_reduce_sum(flat.data(), flat.size()); !s) return s;
+  at = 0;
+  for (size_t v : buckets_.vars[bucket]) {
+    std::memcpy(rs.grads[v].data(), flat.data() + at, rs.grads[v].bytes());
+    at += static_cast<size_t>(rs.grads[v].numel());
+  }
+  return Status::Ok();
+}
+
+void CollectiveStrategy::sum_over_workers(std::vector<double>& values) {
+  if (!comm_ || values.empty()) return;
+  if (Status s = comm_->all_reduce_sum(values.data(), values.size()); !s) cluster_->fail_after_comm_error(s.error());
+}
+
+bool CollectiveStrategy::any_worker(bool flag) {
+  std::vector<double> v = {flag ? 1.0 : 0.0};
+  sum_over_workers(v);
+  return v[0] > 0;
+}
+
+StepOutput CollectiveStrategy::train_step(const Batch& batch, int64_t step, float lr) {
+  if (!comm_) return MirroredStrategy::train_step(batch, step, lr);
+  // The mean is over the global batch of all workers, whose last batches
+  // may differ in size.
+  std::vector<double> rows = {static_cast<double>(batch.size())};
+  sum_over_workers(rows);
+  StepOutput out = mirrored_step(batch, step, lr, program_.grad_scale(static_cast<int64_t>(rows[0])));
+  if (auto e = reducer_->error()) cluster_->fail_after_comm_error(*e);
+  last_comm_ = {reducer_->cross_seconds(), reducer_->exposed_seconds()};
+  // Loss and metrics over the global batch, for the chief's logs and summaries.
+  std::vector<double> sums = {out.loss_sum, static_cast<double>(out.examples)};
+  sums.insert(sums.end(), out.metric_state.begin(), out.metric_state.end());
+  sum_over_workers(sums);
+  out.loss_sum = sums[0];
+  out.examples = static_cast<int64_t>(sums[1]);
+  std::copy(sums.begin() + 2, sums.end(), out.metric_state.begin());
+  return out;
+}
+
+Status CollectiveStrategy::sync_start(std::vector<int64_t>& values) {
+  if (!comm_) return Status::Ok();
+  // Every worker starts from the chief's variables, slots, step and input
+  // position: the chief alone reads model_dir (other workers may not share it).
+  for (Tensor* t : state_tensors(0)) {
+    if (t->bytes() == 0) continue;
+    if (Status s = comm_->broadcast(t->data(), t->bytes(), 0); !s) return s;
+  }
+  if (!values.empty()) {
+    if (Status s = comm_->broadcast(values.data(), values.size() * sizeof(int64_t), 0); !s) return s;
+  }
+  for (size_t r = 1; r < replicas_.size(); ++r) {
+    const auto src = state_tensors(0), dst = state_tensors(r);
+    for (size_t i = 0; i < src.size(); ++i) dst[i]->copy_from(*src[i]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace dtrain

@@ -1,0 +1,47 @@
+// collective (tf.distribute.MultiWorkerMirroredStrategy): mirrored across the
+// devices of every worker process. Within a worker the replicas' gradients
+// are summed in process; across workers each bucket is then all-reduced by
+// Gloo's ring over TCP on a communication thread, while backward goes on.
+// Every copy on every worker applies the same update. Run without a cluster
+// it is mirrored on this process's devices (a cluster of one).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "strategies/cluster_runtime.hpp"
+#include "strategies/gloo_comm.hpp"
+#include "strategies/mirrored.hpp"
+
+namespace dtrain {
+
+class CollectiveStrategy final : public MirroredStrategy {
+ public:
+  // cluster may be null (a single process); else comm spans its training tasks.
+  CollectiveStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+                     ClusterRuntime* cluster, std::unique_ptr<GlooComm> comm);
+  std::string name() const override { return "collective"; }
+  bool is_chief() const override { return worker_index() == 0; }
+  int worker_index() const override { return comm_ ? comm_->rank() : 0; }
+  int num_workers() const override { return comm_ ? comm_->size() : 1; }
+
+  // Sums over the global batch of every worker (loss, examples, metrics).
+  StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
+  Status sync_start(std::vector<int64_t>& values) override;
+  bool any_worker(bool flag) override;
+  std::pair<double, double> last_comm_seconds() const override { return last_comm_; }
+
+ private:
+  // Bucket `bucket` of replica 0's gradients summed over the workers.
+  Status reduce_bucket(size_t bucket);
+  // Sums `values` over the workers; a failure ends the process (see
+  // ClusterRuntime::fail_after_comm_error).
+  void sum_over_workers(std::vector<double>& values);
+
+  ClusterRuntime* cluster_;
+  std::unique_ptr<GlooComm> comm_;
+  std::vector<std::vector<float>> flat_;  // per bucket, used by the communication thread only
+  std::pair<double, double> last_comm_{0, 0};
+};
+
+}  // namespace dtrain

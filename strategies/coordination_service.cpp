@@ -1,0 +1,282 @@
+// The coordination service (gRPC, synchronous server): rendezvous with a
+// deadline, heartbeat monitor, failure reports, key-value store, barriers.
+// One mutex guards all state; long-polls wait on one condition variable.
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "strategies/coordination.grpc.pb.h"
+#include "strategies/coordination_internal.hpp"
+
+namespace dtrain {
+
+using namespace coord_internal;
+
+namespace {
+
+struct TaskState {
+  CoordTask task;
+  bool observer = false;
+  bool left = false;
+  bool dead = false;  // no heartbeat for timeout_secs
+  Clock::time_point last_heartbeat;
+};
+
+}  // namespace
+
+class CoordinationService::Impl final : public coord::Coordination::Service {
+ public:
+  explicit Impl(const CoordinationOptions& options)
+      : options_(options),
+        timeout_(to_duration(options.timeout_secs)),
+        poll_cap_(std::min<Clock::duration>(kMaxPoll, to_duration(heartbeat_interval(options)))),
+        rendezvous_deadline_(Clock::now() + timeout_) {
+    for (const CoordTask& t : options_.training_tasks) training_.emplace(t.id(), t);
+  }
+
+  Result<int> listen(const std::string& address) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a second service on a used port must fail
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port == 0) {
+      return cluster_error(fmt::format(
+          "the coordination service could not listen on {} (the address is in use or not an address of this host)",
+          address));
+    }
+    port_ = port;
+    monitor_ = std::thread([this] { monitor(); });
+    return port;
+  }
+
+  int port() const { return port_; }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (monitor_.joinable()) monitor_.join();
+    if (server_) server_->Shutdown(grpc_time(Clock::now() + std::chrono::milliseconds(200)));
+  }
+
+  bool wait_all_left(Clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_until(lock, deadline, [&] {
+      for (const auto& [id, st] : tasks_) {
+        if (!st.left && !st.dead) return false;
+      }
+      return true;
+    });
+  }
+
+  std::string failure() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failure_;
+  }
+
+  grpc::Status Register(grpc::ServerContext*, const coord::RegisterRequest* req, coord::WaitResponse* resp) override {
+    CoordTask task = from_proto(req->task());
+    std::unique_lock<std::mutex> lock(mu_);
+    bool training = training_.count(task.id()) > 0;
+    if (!req->observer() && !training) {
+      std::vector<std::string> ids;
+      for (const CoordTask& t : options_.training_tasks) ids.push_back(t.id());
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              fmt::format("{} is not one of the training tasks of the cluster ({})", task.id(), join_labels(ids))};
+    }
+    if (req->observer() && training) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              fmt::format("{} is a training task and cannot register as an observer", task.id())};
+    }
+    auto [it, inserted] = tasks_.try_emplace(task.id());
+    TaskState& st = it->second;
+    if (inserted || (st.observer && (st.left || st.dead))) {  // new, or an observer that came back
+      st = TaskState{training ? training_.at(task.id()) : task, req->observer(), false, false, Clock::now()};
+      cv_.notify_all();
+    }
+    st.last_heartbeat = Clock::now();
+    bool observer = req->observer();
+    cv_.wait_for(lock, wait_of(req->wait_ms()),
+                 [&] { return stopping_ || observer || !failure_.empty() || rendezvous_complete(); });
+    if (stopping_) return shutting_down();
+    st.last_heartbeat = Clock::now();  // a task waiting in the rendezvous is alive
+    resp->set_complete(observer || rendezvous_complete());
+    resp->set_failure(failure_);
+    for (const std::string& label : missing([&](const std::string& id) { return tasks_.count(id) > 0; })) {
+      resp->add_missing(label);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Heartbeat(grpc::ServerContext*, const coord::HeartbeatRequest* req,
+                         coord::HeartbeatResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(from_proto(req->task()).id());
+    if (it != tasks_.end() && !it->second.left) it->second.last_heartbeat = Clock::now();
+    resp->set_failure(failure_);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ReportError(grpc::ServerContext*, const coord::ReportErrorRequest* req, coord::Empty*) override {
+    CoordTask task = from_proto(req->task());
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(task.id());
+    const CoordTask& who = it != tasks_.end() ? it->second.task : task;
+    fail(fmt::format("{} failed: {}", who.label(), req->message()));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Set(grpc::ServerContext*, const coord::SetRequest* req, coord::Empty*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    kv_[req->key()] = req->value();
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Get(grpc::ServerContext*, const coord::GetRequest* req, coord::GetResponse* resp) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, wait_of(req->wait_ms()),
+                 [&] { return stopping_ || !failure_.empty() || kv_.count(req->key()) > 0; });
+    if (stopping_) return shutting_down();
+    auto it = kv_.find(req->key());
+    if (it != kv_.end()) {
+      resp->set_found(true);
+      resp->set_value(it->second);
+    }
+    resp->set_failure(failure_);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Barrier(grpc::ServerContext*, const coord::BarrierRequest* req, coord::WaitResponse* resp) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::set<std::string>& arrived = barriers_[req->name()];
+    if (arrived.insert(from_proto(req->task()).id()).second) cv_.notify_all();
+    auto in_barrier = [&](const std::string& id) { return arrived.count(id) > 0; };
+    cv_.wait_for(lock, wait_of(req->wait_ms()),
+                 [&] { return stopping_ || !failure_.empty() || missing(in_barrier).empty(); });
+    if (stopping_) return shutting_down();
+    std::vector<std::string> absent = missing(in_barrier);
+    resp->set_complete(absent.empty());
+    resp->set_failure(failure_);
+    for (const std::string& label : absent) resp->add_missing(label);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Leave(grpc::ServerContext*, const coord::LeaveRequest* req, coord::Empty*) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(from_proto(req->task()).id());
+    if (it != tasks_.end()) {
+      it->second.left = true;
+      cv_.notify_all();
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  static grpc::Status shutting_down() {
+    return {grpc::StatusCode::UNAVAILABLE, "the coordination service is shutting down"};
+  }
+
+  Clock::duration wait_of(int64_t wait_ms) const {
+    return std::min<Clock::duration>(std::chrono::milliseconds(std::max<int64_t>(wait_ms, 0)), poll_cap_);
+  }
+
+  // Labels of the training tasks for which present(id) is false. REQUIRES: mu_ held.
+  template <class Pred>
+  std::vector<std::string> missing(Pred present) const {
+    std::vector<std::string> out;
+    for (const CoordTask& t : options_.training_tasks) {
+      if (!present(t.id())) out.push_back(t.label());
+    }
+    return out;
+  }
+
+  // REQUIRES: mu_ held.
+  bool rendezvous_complete() {
+    if (!rendezvous_done_) {
+      rendezvous_done_ = missing([&](const std::string& id) { return tasks_.count(id) > 0; }).empty();
+    }
+    return rendezvous_done_;
+  }
+
+  // Records the cluster's first failure and wakes every long-poll. REQUIRES: mu_ held.
+  void fail(std::string message) {
+    if (failure_.empty()) failure_ = std::move(message);
+    cv_.notify_all();
+  }
+
+  // Declares the rendezvous failed at its deadline and tasks dead when their
+  // heartbeats stop; observers' death wakes wait_all_left but fails nothing.
+  void monitor() {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto tick = std::clamp<Clock::duration>(poll_cap_ / 4, std::chrono::milliseconds(20),
+                                            std::chrono::milliseconds(250));
+    while (!cv_.wait_for(lock, tick, [&] { return stopping_; })) {
+      Clock::time_point now = Clock::now();
+      if (!rendezvous_complete() && now >= rendezvous_deadline_) {
+        auto absent = missing([&](const std::string& id) { return tasks_.count(id) > 0; });
+        fail(fmt::format("rendezvous: {} did not arrive within {} s", join_labels(absent),
+                         format_secs(options_.timeout_secs)));
+      }
+      for (auto& [id, st] : tasks_) {
+        if (st.left || st.dead || now - st.last_heartbeat <= timeout_) continue;
+        st.dead = true;
+        cv_.notify_all();
+        if (!st.observer) {
+          fail(fmt::format("{} sent no heartbeat for {} s (the process died or hung)", st.task.label(),
+                           format_secs(options_.timeout_secs)));
+        }
+      }
+    }
+  }
+
+  const CoordinationOptions options_;
+  const Clock::duration timeout_;
+  const Clock::duration poll_cap_;
+  const Clock::time_point rendezvous_deadline_;
+  std::map<std::string, CoordTask> training_;  // by id(); constant after construction
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, TaskState> tasks_;                  // GUARDED_BY(mu_), registered tasks by id()
+  std::map<std::string, std::string> kv_;                   // GUARDED_BY(mu_)
+  std::map<std::string, std::set<std::string>> barriers_;   // GUARDED_BY(mu_), name -> ids arrived
+  std::string failure_;                                     // GUARDED_BY(mu_)
+  bool rendezvous_done_ = false;                            // GUARDED_BY(mu_)
+  bool stopping_ = false;                                   // GUARDED_BY(mu_)
+
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread monitor_;
+};
+
+Result<std::unique_ptr<CoordinationService>> CoordinationService::start(const std::string& listen_address,
+                                                                        const CoordinationOptions& options) {
+  auto impl = std::make_unique<Impl>(options);
+  Result<int> port = impl->listen(listen_address);
+  if (!port.ok()) return port.error();
+  return std::unique_ptr<CoordinationService>(new CoordinationService(std::move(impl)));
+}
+
+CoordinationService::CoordinationService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+CoordinationService::~CoordinationService() { impl_->stop(); }
+
+int CoordinationService::port() const { return impl_->port(); }
+
+bool CoordinationService::wait_all_left(std::chrono::steady_clock::time_point deadline) {
+  return impl_->wait_all_left(deadline);
+}
+
+std::string CoordinationService::failure() const { return impl_->failure(); }
+
+}  // namespace dtrain

@@ -1,0 +1,171 @@
+// GlooComm: Gloo's TCP full mesh, bootstrapped through the coordination
+// service's key-value store, with ring all-reduce, broadcast and barrier.
+// Gloo reports a dead peer or a timeout by throwing; we turn that into kCluster errors.
+#include "strategies/gloo_comm.hpp"
+
+#include <fmt/format.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+
+namespace dtrain {
+
+namespace {
+
+// Carries a coordination error through Gloo's rendezvous, which knows only exceptions.
+struct StoreError : std::runtime_error {
+  explicit StoreError(Error e) : std::runtime_error(e.message), error(std::move(e)) {}
+  Error error;
+};
+
+// Gloo's rendezvous store over the coordination service; keys get `prefix`/.
+class CoordStore final : public gloo::rendezvous::Store {
+ public:
+  CoordStore(CoordinationClient& client, std::string prefix, std::chrono::milliseconds timeout)
+      : client_(client), prefix_(std::move(prefix)), timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override {
+    Status s = client_.set(full(key), std::string(data.begin(), data.end()));
+    if (!s.ok()) throw StoreError(s.error());
+  }
+
+  std::vector<char> get(const std::string& key) override {
+    Result<std::string> v = client_.get(full(key), timeout_);
+    if (!v.ok()) throw StoreError(v.error());
+    return {v->begin(), v->end()};
+  }
+
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+
+  // Gloo waits for one peer's key at a time; each wait gets the whole timeout.
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    for (const std::string& key : keys) {
+      Result<std::string> v = client_.get(full(key), timeout);
+      if (!v.ok()) throw StoreError(v.error());
+    }
+  }
+
+ private:
+  std::string full(const std::string& key) const { return prefix_ + "/" + key; }
+
+  CoordinationClient& client_;
+  const std::string prefix_;
+  const std::chrono::milliseconds timeout_;
+};
+
+}  // namespace
+
+class GlooComm::Impl {
+ public:
+  Impl(std::shared_ptr<gloo::rendezvous::Context> context, std::chrono::milliseconds timeout)
+      : context_(std::move(context)), timeout_(timeout) {}
+
+  int rank() const { return context_->rank; }
+  int size() const { return context_->size; }
+
+  // Runs one collective; a Gloo exception marks the communicator broken.
+  template <class F>
+  Status run(const char* what, F&& collective) {
+    if (broken_) return *broken_;
+    try {
+      collective();
+      return {};
+    } catch (const std::exception& e) {
+      broken_ = cluster_error(fmt::format("gloo {} (rank {} of {}): {}", what, rank(), size(), e.what()));
+      return *broken_;
+    }
+  }
+
+  template <class T>
+  Status all_reduce_sum(T* data, size_t count) {
+    if (count == 0) return {};
+    return run("all_reduce_sum", [&] {
+      gloo::AllreduceOptions opts(context_);
+      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+      opts.setOutput(data, count);
+      opts.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
+      opts.setTag(next_tag());
+      opts.setTimeout(timeout_);
+      gloo::allreduce(opts);
+    });
+  }
+
+  Status broadcast(void* data, size_t bytes, int root) {
+    if (root < 0 || root >= size()) {
+      return cluster_error(fmt::format("gloo broadcast: root {} is not a rank of {}", root, size()));
+    }
+    if (bytes == 0) return {};
+    return run("broadcast", [&] {
+      gloo::BroadcastOptions opts(context_);
+      opts.setOutput(static_cast<uint8_t*>(data), bytes);
+      opts.setRoot(root);
+      opts.setTag(next_tag());
+      opts.setTimeout(timeout_);
+      gloo::broadcast(opts);
+    });
+  }
+
+  Status barrier() {
+    return run("barrier", [&] {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(next_tag());
+      opts.setTimeout(timeout_);
+      gloo::barrier(opts);
+    });
+  }
+
+ private:
+  // Every rank issues the same sequence of collectives, so tags agree.
+  uint32_t next_tag() { return tag_++; }
+
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  const std::chrono::milliseconds timeout_;
+  uint32_t tag_ = 0;
+  std::optional<Error> broken_;  // the error that broke the communicator
+};
+
+Result<std::unique_ptr<GlooComm>> GlooComm::create(CoordinationClient& client, int rank, int size,
+                                                   const std::string& bind_host, double timeout_secs,
+                                                   const std::string& prefix) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    return cluster_error(fmt::format("gloo: rank {} is not a rank of a communicator of size {}", rank, size));
+  }
+  auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_secs * 1000));
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = bind_host;  // "" = the hostname, as Gloo resolves it
+    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(timeout);
+    CoordStore store(client, prefix, timeout);
+    context->connectFullMesh(store, device);
+    return std::unique_ptr<GlooComm>(new GlooComm(std::make_unique<Impl>(std::move(context), timeout)));
+  } catch (const StoreError& e) {
+    return cluster_error(fmt::format("gloo: connecting rank {} of {}: {}", rank, size, e.error.message));
+  } catch (const std::exception& e) {
+    std::string host = bind_host.empty() ? "this host's name" : bind_host;
+    return cluster_error(
+        fmt::format("gloo: connecting rank {} of {} (bound on {}) failed: {}", rank, size, host, e.what()));
+  }
+}
+
+GlooComm::GlooComm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GlooComm::~GlooComm() = default;
+int GlooComm::rank() const { return impl_->rank(); }
+int GlooComm::size() const { return impl_->size(); }
+Status GlooComm::all_reduce_sum(float* data, size_t count) { return impl_->all_reduce_sum(data, count); }
+Status GlooComm::all_reduce_sum(double* data, size_t count) { return impl_->all_reduce_sum(data, count); }
+Status GlooComm::broadcast(void* data, size_t bytes, int root) { return impl_->broadcast(data, bytes, root); }
+Status GlooComm::barrier() { return impl_->barrier(); }
+
+}  // namespace dtrain

@@ -1,0 +1,223 @@
+"""The collective strategy across real dtrain processes on loopback: workers
+equal one_device with the same global batch; chief, workers and evaluator
+roles; a task that dies or never arrives stops the others within the timeout,
+naming it; a restarted cluster resumes from the latest checkpoint."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from conftest import SOURCE_ROOT, dtrain_bin, run_dtrain
+from test_cluster import clean_env
+
+
+def free_ports(n):
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Cluster:
+    """Processes of one cluster, each `dtrain train JOB ARGS` with its TF_CONFIG."""
+
+    def __init__(self, job, args, chief=False, workers=2, evaluator=False, timeout_secs=60):
+        self.tasks = ([("chief", 0)] if chief else []) + [("worker", i) for i in range(workers)]
+        if evaluator:
+            self.tasks.append(("evaluator", 0))
+        ports = free_ports(len(self.tasks))
+        self.address = {t: f"127.0.0.1:{p}" for t, p in zip(self.tasks, ports)}
+        self.spec = {}
+        for (kind, _), addr in zip(self.tasks, ports):
+            self.spec.setdefault(kind, []).append(f"127.0.0.1:{addr}")
+        self.job, self.args, self.timeout_secs = job, args, timeout_secs
+        self.procs = {}
+
+    def start(self, task):
+        kind, index = task
+        tf_config = json.dumps({"cluster": self.spec, "task": {"type": kind, "index": index}})
+        env = dict(os.environ)
+        env.update(clean_env(TF_CONFIG=tf_config))
+        cmd = [dtrain_bin(), "train", str(self.job), "--log-format", "plain",
+               "--set", f"cluster.timeout_secs={self.timeout_secs}", *map(str, self.args)]
+        self.procs[task] = subprocess.Popen(cmd, cwd=SOURCE_ROOT, env=env, stdout=subprocess.PIPE,
+                                            stderr=subprocess.PIPE, text=True)
+        return self.procs[task]
+
+    def start_all(self, skip=()):
+        for t in self.tasks:
+            if t not in skip:
+                self.start(t)
+        return self
+
+    def wait(self, timeout):
+        """{task: (returncode, stderr)}; kills what is still running after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        out = {}
+        for t, p in self.procs.items():
+            try:
+                _, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+                err += "\n<killed by the test: still running>"
+            out[t] = (p.returncode, err)
+        return out
+
+
+def mlp_collective_job(tmp_path, batch, max_steps=20, shuffle=0, save_steps=10):
+    from conftest import SAMPLE_IMAGES, SAMPLE_LABELS
+    job = tmp_path / f"job-{batch}.yaml"
+    job.write_text(f"""
+model:
+  input: {{shape: [28, 28, 1]}}
+  layers:
+    - {{type: flatten}}
+    - {{type: dense, units: 32, activation: relu}}
+    - {{type: dense, units: 10}}
+  loss: sparse_softmax_cross_entropy
+  metrics: [accuracy]
+optimizer: {{type: sgd, learning_rate: 0.1, momentum: 0.9}}
+strategy: {{type: collective, communication: ring}}
+data:
+  train: {{format: idx, images: {SAMPLE_IMAGES}, labels: {SAMPLE_LABELS}, take: 3000, batch_size: {batch},
+           shuffle: {shuffle}, scale: 0.00392156862745098}}
+  eval: {{format: idx, images: {SAMPLE_IMAGES}, labels: {SAMPLE_LABELS}, skip: 9000, batch_size: 500,
+          scale: 0.00392156862745098}}
+run:
+  model_dir: {tmp_path / 'unused'}
+  max_steps: {max_steps}
+  save_checkpoints_steps: {save_steps}
+  save_summary_steps: 5
+  log_step_count_steps: 5
+  seed: 11
+""")
+    return job
+
+
+def worst_relative_difference(a_path, b_path):
+    a, b = load_file(str(a_path)), load_file(str(b_path))
+    assert a.keys() == b.keys()
+    return max(np.linalg.norm(a[k] - b[k]) / max(np.linalg.norm(b[k]), 1e-12) for k in b)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_workers_with_ring_equal_one_device_after_20_steps(workers, tmp_path):
+    per_worker = 16
+    job = mlp_collective_job(tmp_path, per_worker)
+    ref = run_dtrain("train", job, "--model-dir", tmp_path / "one", "--no-eval", "--log-format", "plain",
+                     "--set", "strategy.type=one_device", "--set", f"data.train.batch_size={per_worker * workers}",
+                     env=clean_env())
+    assert ref.returncode == 0, ref.stderr
+    out = run_dtrain("launch", "--workers", workers, job, "--model-dir", tmp_path / "multi", "--no-eval",
+                     "--log-format", "plain", env=clean_env(), timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"batch: 16 = 1 replica(s) x 16 x {workers} workers (this is worker 0, the chief)" in out.stderr
+    assert f"data.train: shard auto (data): worker 1 of {workers}" in out.stderr
+    assert "[worker 1] " in out.stderr and "dtrain launch: all" in out.stderr
+    diff = worst_relative_difference(tmp_path / "multi" / "model.ckpt-20.safetensors",
+                                     tmp_path / "one" / "model.ckpt-20.safetensors")
+    assert diff < 1e-5, diff
+    # Only the chief writes into model_dir: one event file, the checkpoints and the resolved job.
+    assert len(list((tmp_path / "multi").glob("events.out.tfevents.*"))) == 1
+    # The chief's logged loss is the global batch's: the same as one_device's at step 20.
+    def loss_at_20(text):
+        line = [l for l in text.splitlines() if "step 20/20" in l and "loss" in l][0]
+        return float(line.split("loss ")[1].split()[0])
+    chief_lines = "\n".join(l for l in out.stderr.splitlines() if l.startswith("[worker 0] "))
+    assert loss_at_20(chief_lines) == pytest.approx(loss_at_20(ref.stderr), rel=1e-4)
+
+
+def test_chief_two_workers_and_evaluator_train_mnist_cnn_with_eval_summaries(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    job = SOURCE_ROOT / "sample_configs/mnist_cnn_collective.yaml"
+    model_dir = tmp_path / "run"
+    out = run_dtrain("launch", "--chief", "--workers", 2, "--evaluator", job, "--model-dir", model_dir,
+                     "--log-format", "plain", "--set", "run.max_steps=300", "--set", "run.save_checkpoints_steps=100",
+                     env=clean_env(), timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "[chief 0] " in out.stderr and "[evaluator 0] " in out.stderr
+    assert "[evaluator 0] evaluator: evaluated the final checkpoint (step 300); done" in out.stderr
+    for step in (100, 200, 300):
+        metrics = json.loads((model_dir / "eval" / f"metrics-{step}.json").read_text())
+        assert metrics["global_step"] == step
+    acc = EventAccumulator(str(model_dir / "eval"))
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("accuracy")] == [100, 200, 300]
+    assert acc.Scalars("accuracy")[-1].value > 0.9
+
+
+def test_sigkill_of_a_worker_stops_the_others_naming_it_and_a_restart_resumes(tmp_path):
+    job = mlp_collective_job(tmp_path, 16, max_steps=100000, save_steps=50)
+    args = ["--model-dir", tmp_path / "run", "--no-eval"]
+    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=5).start_all()
+    ckpt = tmp_path / "run" / "model.ckpt-100.safetensors"
+    deadline = time.monotonic() + 120
+    while not ckpt.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ckpt.exists(), cluster.wait(1)
+    victim = cluster.procs[("worker", 1)]
+    victim.send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    results = cluster.wait(timeout=5 + 10 + 5)
+    elapsed = time.monotonic() - killed_at
+    dead = cluster.address[("worker", 1)]
+    for task in (("chief", 0), ("worker", 0)):
+        code, err = results[task]
+        assert code == 4, (task, err[-2000:])
+        assert f"worker 1 ({dead})" in err, (task, err[-2000:])
+    assert elapsed < 5 + 10, elapsed
+
+    # Restart the whole cluster (as a scheduler does): it resumes from the latest checkpoint.
+    saved = max(int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "run").glob("model.ckpt-*.safetensors"))
+    finish = saved + 30
+    cluster = Cluster(job, args + ["--set", f"run.max_steps={finish}"], chief=True, workers=2, timeout_secs=5)
+    results = cluster.start_all().wait(timeout=180)
+    for task, (code, err) in results.items():
+        assert code == 0, (task, err[-2000:])
+    chief_err = results[("chief", 0)][1]
+    assert f"resuming from {tmp_path / 'run'}/model.ckpt-{saved}.safetensors at step {saved}" in chief_err
+    assert f"starting at the chief's step {saved}" in results[("worker", 0)][1]
+    assert (tmp_path / "run" / f"model.ckpt-{finish}.safetensors").exists()
+
+
+def test_a_worker_that_never_starts_fails_the_rendezvous_naming_it(tmp_path):
+    job = mlp_collective_job(tmp_path, 16)
+    cluster = Cluster(job, ["--model-dir", tmp_path / "run"], chief=True, workers=2, timeout_secs=3)
+    started = time.monotonic()
+    results = cluster.start_all(skip=[("worker", 1)]).wait(timeout=30)
+    missing = cluster.address[("worker", 1)]
+    for task in (("chief", 0), ("worker", 0)):
+        code, err = results[task]
+        assert code == 4, (task, err)
+        assert f"rendezvous: worker 1 ({missing}) did not arrive within 3 s" in err, (task, err)
+    assert time.monotonic() - started < 3 + 10
+    assert not list((tmp_path / "run").glob("model.ckpt-*"))
+
+
+def test_the_chief_that_never_starts_is_named_by_the_workers(tmp_path):
+    job = mlp_collective_job(tmp_path, 16)
+    cluster = Cluster(job, ["--model-dir", tmp_path / "run"], chief=True, workers=1, timeout_secs=3)
+    results = cluster.start_all(skip=[("chief", 0)]).wait(timeout=30)
+    code, err = results[("worker", 0)]
+    assert code == 4, err
+    assert f"chief 0 ({cluster.address[('chief', 0)]})" in err, err
+
+
+def test_nccl_without_gpus_is_a_config_error(tmp_path):
+    job = mlp_collective_job(tmp_path, 16)
+    out = run_dtrain("train", job, "--model-dir", tmp_path / "run", "--set", "strategy.communication=nccl",
+                     env=clean_env())
+    assert out.returncode == 2
+    assert "strategy.communication: nccl all-reduces between GPUs" in out.stderr
