@@ -35,6 +35,18 @@ def free_port(ranks):
     raise RuntimeError("no free loopback port found")
 
 
+def wait_listening(port, proc, seconds):
+    """Waits until rank 0's coordination service accepts connections, so the
+    other ranks' gRPC clients connect at once instead of backing off."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+
+
 def cpu_model():
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -76,6 +88,10 @@ def main():
         if rank == 0 and args.json:
             cmd += ["--json", args.json]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        if rank == 0:
+            wait_listening(port, procs[0], min(30.0, args.timeout / 2))
+            if procs[0].poll() is not None:
+                break  # rank 0 failed to start: its stderr says why
 
     deadline = time.monotonic() + args.timeout
     outputs = [None] * len(procs)
@@ -88,9 +104,6 @@ def main():
             for q in procs:
                 if q.poll() is None:
                     q.kill()
-            outputs[i] = p.communicate()
-    for i, p in enumerate(procs):
-        if outputs[i] is None:
             outputs[i] = p.communicate()
 
     print(outputs[0][0], end="")

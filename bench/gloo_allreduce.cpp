@@ -76,6 +76,8 @@ std::string verify_sum(const std::vector<float>& buf, size_t count, int size) {
 
 class Bench {
  public:
+  static constexpr int64_t kMaxIters = 100000;  // --iters auto stops here even if faster than target_secs
+
   Bench(const Options& o, dtrain::CoordinationClient& client, dtrain::GlooComm& comm)
       : o_(o), client_(client), comm_(comm), buf_(static_cast<size_t>(o.max_bytes) / sizeof(float)) {}
 
@@ -83,17 +85,26 @@ class Bench {
     const size_t count = static_cast<size_t>(bytes) / sizeof(float);
     verify(count, "before timing");
     std::fill_n(buf_.begin(), count, 0.0f);
-    const double warm_secs = timed(count, o_.warmup);
+    timed(count, o_.warmup);
+    check(comm_.barrier());
     int64_t iters = 0;
+    double secs = 0;
     if (o_.iters == "auto") {
-      // Every rank gets the same bits from the all-reduce, so all agree on iters.
-      const double per_op = mean_over_ranks(warm_secs) / static_cast<double>(std::max<int64_t>(o_.warmup, 1));
-      iters = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(o_.target_secs / std::max(per_op, 1e-9))), 3, 100000);
+      // Timed batches, each at most as long as all before it, until target_secs.
+      // The stop test uses all-reduced times (the same bits on every rank), so
+      // every rank runs the same number of all-reduces.
+      for (int64_t batch = 1;;) {
+        secs += mean_over_ranks(timed(count, batch));
+        iters += batch;
+        if (secs >= o_.target_secs || iters >= kMaxIters) break;
+        const double per_op = std::max(secs / static_cast<double>(iters), 1e-9);
+        const double left = std::min((o_.target_secs - secs) / per_op, static_cast<double>(kMaxIters - iters));
+        batch = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(left)), 1, iters);
+      }
     } else {
       iters = std::stoll(o_.iters);
+      secs = mean_over_ranks(timed(count, iters));
     }
-    check(comm_.barrier());
-    const double secs = mean_over_ranks(timed(count, iters));
     verify(count, "after timing");
     Row row;
     row.bytes = bytes;

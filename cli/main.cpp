@@ -1,6 +1,6 @@
 // dtrain's entry point: parse the command line with CLI11 and dispatch to
 // the subcommand table (cli/commands.cpp). Exit codes: 0 ok, 1 failure,
-// 2 usage or job-file error, 3 data error.
+// 2 usage or job-file error, 3 data error, 4 cluster error.
 #include <cstdio>
 #include <exception>
 
@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dtrain: train neural networks described in a YAML job file", "dtrain"};
   app.set_version_flag("--version", dtrain::kDtrainVersion);
   app.require_subcommand(1);
-  app.footer("Exit codes: 0 success, 1 failure (e.g. NaN loss), 2 usage or job-file error, 3 data error.\n"
+  app.footer("Exit codes: 0 success, 1 failure (e.g. NaN loss), 2 usage or job-file error, 3 data error,\n"
+             "4 cluster error (a task died, hung or never arrived).\n"
              "See dtrain(1) and dtrain-job(5).");
   Args args;
   std::vector<std::pair<CLI::App*, const dtrain::cli::Command*>> subs;

@@ -11,6 +11,15 @@ cd "$(dirname "$0")/.."
 python3 -c "import pytest, numpy, safetensors, tensorboard" 2>/dev/null ||
   python3 -m pip install -q pytest numpy safetensors tensorboard
 
+# Slurm and munge (Debian) for tests/integration/test_slurm.py, which starts a
+# private single-node Slurm on 127.0.0.1 (it skips, saying why, if it cannot).
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+  as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo -n "$@"; fi; }
+  { as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq --no-install-recommends slurm-wlm munge; } >/dev/null 2>&1 ||
+    echo "tests/run.sh: could not install slurm-wlm and munge; the Slurm test will skip"
+fi
+
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"; fi
 [ -f build/build.ninja ] || meson setup build --buildtype=release || exit 1
 ninja -C build || exit 1

@@ -1,7 +1,7 @@
 // GlooComm between threads of this process (each rank with its own
 // coordination client, one service): ring all-reduce of float and double
 // against sums computed here in double, broadcast, barrier, and the kCluster
-// errors when a peer never arrives or dies mid-run.
+// errors when a peer never arrives, dies mid-run or hangs.
 #include <doctest.h>
 
 #include <cmath>
@@ -175,4 +175,33 @@ TEST_CASE("gloo: a peer that dies mid-run gives a cluster error, not a hang") {
   CHECK(second.error().kind == ErrorKind::kCluster);
   CHECK_MESSAGE(second.error().message.rfind("gloo all_reduce_sum (rank 0 of 2): ", 0) == 0, second.error().message);
   CHECK(took < kTimeout + 1);
+}
+
+TEST_CASE("gloo: a peer that hangs makes the collective fail after the timeout") {
+  const int n = 2;
+  Ranks r = connect_ranks(n);
+  Status got;
+  double took = 0;
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n; ++rank) {
+    threads.emplace_back([&, rank] {
+      auto comm = GlooComm::create(*r.tasks.clients[static_cast<size_t>(rank)], rank, n, "127.0.0.1", 1.0, "h");
+      CHECK(comm.ok());
+      if (!comm.ok()) return;
+      if (rank == 1) {  // alive but never joins the collective
+        std::this_thread::sleep_for(2s);
+        return;
+      }
+      std::vector<double> data(100, 1.0);
+      auto t0 = Clock::now();
+      got = (*comm)->all_reduce_sum(data.data(), data.size());
+      took = secs_since(t0);
+    });
+  }
+  for (auto& t : threads) t.join();
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.error().kind == ErrorKind::kCluster);
+  CHECK_MESSAGE(got.error().message.rfind("gloo all_reduce_sum (rank 0 of 2): ", 0) == 0, got.error().message);
+  CHECK(took >= 0.9);
+  CHECK(took < 1.8);  // the timeout, not the peer's exit at 2 s
 }
