@@ -197,9 +197,13 @@ int run(const Options& o) {
   copts.training_tasks = training_tasks(o, &host);
   copts.timeout_secs = o.timeout_secs;
   std::unique_ptr<dtrain::CoordinationService> service;
-  if (o.rank == 0) service = take(dtrain::CoordinationService::start(o.service, copts));
+  std::string service_address = o.service;
+  if (o.rank == 0) {
+    service = take(dtrain::CoordinationService::start(o.service, copts));
+    service_address = host + ":" + std::to_string(service->port());  // --service HOST:0 picks a port
+  }
   const dtrain::CoordTask& self = copts.training_tasks[static_cast<size_t>(o.rank)];
-  auto client = take(dtrain::CoordinationClient::connect(o.service, copts.training_tasks[0].label(), self,
+  auto client = take(dtrain::CoordinationClient::connect(service_address, copts.training_tasks[0].label(), self,
                                                          /*observer=*/false, copts));
   std::vector<Row> rows;
   {

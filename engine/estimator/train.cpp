@@ -90,14 +90,17 @@ Status Estimator::train(bool evaluate_during) {
   if (Status s = (*input)->restore(restored_input_position_); !s) return s;
 
   const int replicas = strategy_->num_replicas();
-  const std::string worker_part =
-      multi_worker ? fmt::format(" x {} workers (this is worker {}{})", strategy_->num_workers(),
-                                 strategy_->worker_index(), chief ? ", the chief" : "")
-                   : "";
-  log_.info(fmt::format("strategy {} on {}; batch: {} = {} replica(s) x {}{}{}", strategy_->name(),
-                        fmt::join(strategy_->devices(), ", "), *batch, replicas, *batch / replicas,
-                        *batch % replicas ? fmt::format(" (+1 on the first {})", *batch % replicas) : "",
-                        worker_part));
+  const std::string split = fmt::format("{} = {} replica(s) x {}{}", *batch, replicas, *batch / replicas,
+                                        *batch % replicas ? fmt::format(" (+1 on the first {})", *batch % replicas) : "");
+  if (multi_worker) {
+    const int workers = strategy_->num_workers();
+    log_.info(fmt::format("strategy {} on {}; batch: global {} = {} workers x {}; this worker's {}; this is worker {}{}",
+                          strategy_->name(), fmt::join(strategy_->devices(), ", "), *batch * workers, workers, *batch,
+                          split, strategy_->worker_index(), chief ? ", the chief" : ""));
+  } else {
+    log_.info(fmt::format("strategy {} on {}; batch: global {}", strategy_->name(),
+                          fmt::join(strategy_->devices(), ", "), split));
+  }
   if (const std::string d = (*input)->describe(); !d.empty()) log_.info(d);
   if (global_step_ >= run.max_steps) {
     log_.info(fmt::format("model_dir {} is already at step {} (max_steps {}); nothing to train", run.model_dir,

@@ -123,7 +123,8 @@ def test_workers_with_ring_equal_one_device_after_20_steps(workers, tmp_path):
     out = run_dtrain("launch", "--workers", workers, job, "--model-dir", tmp_path / "multi", "--no-eval",
                      "--log-format", "plain", env=clean_env(), timeout=300)
     assert out.returncode == 0, out.stderr
-    assert f"batch: 16 = 1 replica(s) x 16 x {workers} workers (this is worker 0, the chief)" in out.stderr
+    assert (f"[worker 0] strategy collective on cpu:0; batch: global {16 * workers} = {workers} workers x 16; "
+            "this worker's 16 = 1 replica(s) x 16; this is worker 0, the chief") in out.stderr
     assert f"data.train: shard auto (data): worker 1 of {workers}" in out.stderr
     assert "[worker 1] " in out.stderr and "dtrain launch: all" in out.stderr
     diff = worst_relative_difference(tmp_path / "multi" / "model.ckpt-20.safetensors",
@@ -194,15 +195,15 @@ def test_sigkill_of_a_worker_stops_the_others_naming_it_and_a_restart_resumes(tm
 
 def test_a_worker_that_never_starts_fails_the_rendezvous_naming_it(tmp_path):
     job = mlp_collective_job(tmp_path, 16)
-    cluster = Cluster(job, ["--model-dir", tmp_path / "run"], chief=True, workers=2, timeout_secs=3)
+    cluster = Cluster(job, ["--model-dir", tmp_path / "run"], chief=True, workers=2, timeout_secs=8)
     started = time.monotonic()
     results = cluster.start_all(skip=[("worker", 1)]).wait(timeout=30)
     missing = cluster.address[("worker", 1)]
     for task in (("chief", 0), ("worker", 0)):
         code, err = results[task]
         assert code == 4, (task, err)
-        assert f"rendezvous: worker 1 ({missing}) did not arrive within 3 s" in err, (task, err)
-    assert time.monotonic() - started < 3 + 10
+        assert err.endswith(f"rendezvous: worker 1 ({missing}) did not arrive within 8 s\n"), (task, err)
+    assert time.monotonic() - started < 8 + 10
     assert not list((tmp_path / "run").glob("model.ckpt-*"))
 
 

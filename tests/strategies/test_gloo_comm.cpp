@@ -64,17 +64,16 @@ template <class T>
 void check_all_reduce(int n, size_t count, double rel_tol) {
   Ranks r = connect_ranks(n);
   std::vector<std::vector<T>> out(static_cast<size_t>(n));
-  std::vector<bool> ok(static_cast<size_t>(n), false);
+  std::vector<Status> status(static_cast<size_t>(n));
   run_ranks(r, n, [&](int rank, GlooComm& comm) {
     CHECK(comm.rank() == rank);
     CHECK(comm.size() == n);
     std::vector<T> data(count);
     for (size_t i = 0; i < count; ++i) data[i] = input<T>(rank, i);
-    Status s = comm.all_reduce_sum(data.data(), count);
-    ok[static_cast<size_t>(rank)] = s.ok();
+    status[static_cast<size_t>(rank)] = comm.all_reduce_sum(data.data(), count);
     out[static_cast<size_t>(rank)] = std::move(data);
   });
-  for (int rank = 0; rank < n; ++rank) REQUIRE(ok[static_cast<size_t>(rank)]);
+  for (const Status& s : status) REQUIRE_MESSAGE(s.ok(), s.error().message);
   size_t bad = 0;
   for (size_t i = 0; i < count; ++i) {
     double want = 0, scale = 0;
