@@ -104,13 +104,16 @@ int run_train(const Args& a) {
     options.cluster = cluster.get();
   }
   auto est = Estimator::create(*job, options);
+  // A training task's failure stops the cluster at once, naming it; the
+  // evaluator's does not (TensorFlow's: training goes on without it).
+  const bool training_task = !cluster || cluster->is_training_task();
   if (!est) {
-    if (cluster) cluster->client().report_error(est.error().message);
+    if (cluster && training_task) cluster->client().report_error(est.error().message);
     return fail(est.error());
   }
-  Status s = cluster && !cluster->is_training_task() ? (*est)->evaluate_continuously() : (*est)->train(!a.no_eval);
+  Status s = training_task ? (*est)->train(!a.no_eval) : (*est)->evaluate_continuously();
   if (!s) {
-    if (cluster) cluster->client().report_error(s.error().message);
+    if (cluster && training_task) cluster->client().report_error(s.error().message);
     return fail(s.error());
   }
   if (cluster) cluster->finish();

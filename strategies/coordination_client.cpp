@@ -43,7 +43,7 @@ class CoordinationClient::Impl {
  public:
   Impl(const std::string& service_address, const std::string& service_label, const CoordTask& self, bool observer,
        const CoordinationOptions& options)
-      : address_(service_address), self_(self), observer_(observer), options_(options),
+      : self_(self), observer_(observer), options_(options),
         timeout_(to_duration(options.timeout_secs)), interval_(to_duration(heartbeat_interval(options))) {
     // "chief 0 (host:port)" names the address twice in "... at host:port (chief 0)".
     std::string host_label = service_label;
@@ -51,8 +51,8 @@ class CoordinationClient::Impl {
     if (host_label.size() > suffix.size() && host_label.ends_with(suffix)) {
       host_label.resize(host_label.size() - suffix.size());
     }
-    service_name_ = host_label.empty() ? fmt::format("the coordination service at {}", service_address)
-                                       : fmt::format("the coordination service at {} ({})", service_address, host_label);
+    service_name_ = fmt::format("the coordination service at {}", service_address);
+    if (!host_label.empty()) service_name_ += fmt::format(" ({})", host_label);
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);  // loopback and cluster hosts never go through a proxy
     // Reconnect quickly: a task may start before the service does.
@@ -132,7 +132,8 @@ class CoordinationClient::Impl {
     if (!resp.failure().empty()) return cluster_error(resp.failure());
     if (!resp.found()) {
       double secs = std::chrono::duration<double>(limit).count();
-      return cluster_error(fmt::format("coordination store: key \"{}\" was not set within {} s", key, format_secs(secs)));
+      return cluster_error(
+          fmt::format("coordination store: key \"{}\" was not set within {} s", key, format_secs(secs)));
     }
     return resp.value();
   }
@@ -281,7 +282,6 @@ class CoordinationClient::Impl {
     }
   }
 
-  const std::string address_;
   const CoordTask self_;
   const bool observer_;
   const CoordinationOptions options_;

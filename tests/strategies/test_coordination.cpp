@@ -19,7 +19,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::unique_ptr<CoordinationService> start_service(const CoordinationOptions& o, const std::string& addr = "127.0.0.1:0") {
+std::unique_ptr<CoordinationService> start_service(const CoordinationOptions& o,
+                                                   const std::string& addr = "127.0.0.1:0") {
   auto s = CoordinationService::start(addr, o);
   REQUIRE_MESSAGE(s.ok(), s.error().message);
   return std::move(*s);
