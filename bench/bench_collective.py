@@ -62,22 +62,28 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         one = run([a.bin, "train", JOB, "--model-dir", f"{d}/one", *common, "--set", "strategy.type=one_device",
                    "--set", "data.train.batch_size=64"])
-        two = run([a.bin, "launch", "--workers", "2", JOB, "--model-dir", f"{d}/two", *common])
+        runs = {}
+        for bucket_mb in (25, 0.25):
+            runs[bucket_mb] = run([a.bin, "launch", "--workers", "2", JOB, "--model-dir", f"{d}/two-{bucket_mb}",
+                                   *common, "--set", f"strategy.bucket_mb={bucket_mb}"])
     one_rate = steps_per_sec(one)
-    two_rate = steps_per_sec(two, "[worker 0] ")
-    m = re.search(r"\[worker 0\] cross-worker all-reduce: ([\d.]+) ms per step, ([\d.]+) ms of it not overlapped",
-                  two)
-    comm_ms, exposed_ms = float(m.group(1)), float(m.group(2))
     nbytes = PARAMS * 4
-    busbw = nbytes / (comm_ms / 1e3) * 2 * (2 - 1) / 2 / 1e9 if comm_ms > 0 else float("nan")
     print(f"# mnist_cnn, global batch 64, {a.steps} steps, OMP_NUM_THREADS={env_without_cluster()['OMP_NUM_THREADS']}, "
           f"{os.cpu_count()} CPUs, loopback")
     print("| run | steps/s | step ms | all-reduce ms/step | not overlapped ms/step | bytes/step | busbw GB/s |")
     print("|---|---|---|---|---|---|---|")
     print(f"| one_device (batch 64) | {one_rate:.1f} | {1e3 / one_rate:.2f} | - | - | - | - |")
-    print(f"| collective, 2 workers x 32 | {two_rate:.1f} | {1e3 / two_rate:.2f} | {comm_ms:.2f} | {exposed_ms:.2f} "
-          f"| {nbytes} | {busbw:.2f} |")
-    print(f"ratio collective(2) / one_device steps/s: {two_rate / one_rate:.2f}")
+    for bucket_mb, log in runs.items():
+        rate = steps_per_sec(log, "[worker 0] ")
+        m = re.search(r"\[worker 0\] cross-worker all-reduce: ([\d.]+) ms per step, ([\d.]+) ms of it not "
+                      r"overlapped", log)
+        comm_ms, exposed_ms = float(m.group(1)), float(m.group(2))
+        # busbw of the step's all-reduces as one: bytes / time x 2(n-1)/n, n = 2.
+        busbw = nbytes / (comm_ms / 1e3) * 2 * (2 - 1) / 2 / 1e9 if comm_ms > 0 else float("nan")
+        print(f"| collective, 2 workers x 32, bucket_mb {bucket_mb} | {rate:.1f} | {1e3 / rate:.2f} | {comm_ms:.2f} "
+              f"| {exposed_ms:.2f} | {nbytes} | {busbw:.2f} |")
+        print(f"ratio collective(2, bucket_mb {bucket_mb}) / one_device steps/s: {rate / one_rate:.2f}",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

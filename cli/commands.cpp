@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "cli/data_commands.hpp"
@@ -14,6 +15,7 @@
 #include "engine/io/checkpoint.hpp"
 #include "engine/version.hpp"
 #include "strategies/cluster_runtime.hpp"
+#include "strategies/ps_service.hpp"
 #include "strategies/program.hpp"
 
 namespace dtrain::cli {
@@ -54,9 +56,9 @@ Result<std::optional<ResolvedCluster>> training_cluster(const JobSpec& job, cons
   if (!rc) return rc.error();
   if (rc->is_local()) return std::optional<ResolvedCluster>();
   const std::string& type = job.strategy.type;
-  if (rc->task.type == "ps") {
-    return config_error(fmt::format("{}: this task is ps {} (from {}), but strategy.type is \"{}\" and the "
-                                    "parameter_server strategy is not available in this version of dtrain",
+  if (rc->task.type == "ps" && type != "parameter_server") {
+    return config_error(fmt::format("{}: this task is ps {} (from {}), but strategy.type is \"{}\"; ps tasks "
+                                    "serve the parameter_server strategy",
                                     path, rc->task.index, rc->source, type));
   }
   const bool spans_processes = type == "collective" || type == "parameter_server";
@@ -87,6 +89,30 @@ std::optional<std::string> checkpoint_arg(const Args& a) {
   return a.checkpoint.empty() ? std::nullopt : std::optional<std::string>(a.checkpoint);
 }
 
+// A ps task: serves its share of the variables until the chief ends it.
+int run_ps_task(const JobSpec& job, ClusterRuntime& cluster) {
+  PsConfig config;
+  config.optimizer = job.optimizer;
+  config.sync = job.strategy.mode == "sync";
+  config.num_workers = cluster.size();
+  config.timeout_secs = cluster.timeout_secs();
+  const std::string& address = cluster.resolved().address;
+  auto service = ParameterService::start("0.0.0.0:" + address.substr(address.rfind(':') + 1), config);
+  if (!service) {
+    cluster.client().report_error(service.error().message);
+    return fail(service.error());
+  }
+  std::fprintf(stderr, "ps %lld: serving on %s (mode %s, %d workers)\n",
+               static_cast<long long>(cluster.resolved().task.index), address.c_str(), job.strategy.mode.c_str(),
+               config.num_workers);
+  // Cluster failures end the process through the coordination client.
+  while (!(*service)->wait_for_shutdown(std::chrono::steady_clock::now() + std::chrono::seconds(1))) {
+  }
+  std::fprintf(stderr, "ps %lld: stopped by the chief\n", static_cast<long long>(cluster.resolved().task.index));
+  cluster.finish();
+  return 0;
+}
+
 // train in a cluster: join it (rendezvous), then train as a training task
 // or follow model_dir as the evaluator. A task that fails tells the others,
 // which stop naming it.
@@ -98,11 +124,15 @@ int run_train(const Args& a) {
   EstimatorOptions options = estimator_options(a);
   std::unique_ptr<ClusterRuntime> cluster;
   if (*rc) {
-    auto joined = ClusterRuntime::join(**rc);
+    ClusterRuntime::JoinOptions join;
+    join.with_ps = job->strategy.type == "parameter_server";
+    join.workers_may_die = join.with_ps && job->strategy.mode == "async";
+    auto joined = ClusterRuntime::join(**rc, join);
     if (!joined) return fail(joined.error());
     cluster = std::move(*joined);
     options.cluster = cluster.get();
   }
+  if (cluster && cluster->is_ps()) return run_ps_task(*job, *cluster);
   auto est = Estimator::create(*job, options);
   // A training task's failure stops the cluster at once, naming it; the
   // evaluator's does not (TensorFlow's: training goes on without it).
@@ -256,6 +286,7 @@ const std::vector<Command>& commands() {
              ->check(CLI::Range(1, 1024));
          s.add_flag("--chief", a.launch.chief, "add a chief task besides the workers");
          s.add_flag("--evaluator", a.launch.evaluator, "add an evaluator task that evaluates each checkpoint");
+         s.add_option("--ps", a.launch.ps, "ps tasks (strategy parameter_server)")->check(CLI::Range(0, 1024));
          s.add_option("--port-base", a.launch.port_base, "ports base, base+1, ... (default: free ports)")
              ->check(CLI::Range(1, 65535));
        },

@@ -154,6 +154,7 @@ int run_launch(const LaunchArgs& a) {
   };
   if (a.chief) add("chief", 0);
   for (int i = 0; i < a.workers; ++i) add("worker", i);
+  for (int i = 0; i < a.ps; ++i) add("ps", i);
   if (a.evaluator) add("evaluator", 0);
   nlohmann::json cluster = nlohmann::json::object();
   for (size_t i = 0; i < tasks.size(); ++i) {

@@ -11,6 +11,7 @@ struct LaunchArgs {
   int workers = 2;          // worker tasks (worker 0 is the chief unless `chief`)
   bool chief = false;       // add a separate chief task
   bool evaluator = false;   // add an evaluator task
+  int ps = 0;               // ps tasks (strategy parameter_server)
   int port_base = 0;        // 0: free ports picked by the system
   std::string job;
   std::vector<std::string> train_args;  // passed to every `dtrain train` (--set, --model-dir, ...)

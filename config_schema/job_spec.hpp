@@ -73,6 +73,9 @@ struct StrategySpec {
   std::string loss_reduction = "mean";  // mean | sum
   std::string communication = "auto";   // auto | ring | nccl
   double bucket_mb = 25.0;
+  std::string mode = "async";           // parameter_server: async | sync
+  int64_t partition_max_shards = 1;     // parameter_server: shards per variable, at most
+  double partition_min_shard_mb = 0.25; // parameter_server: a shard holds at least this much
 };
 
 struct SyntheticSpec {

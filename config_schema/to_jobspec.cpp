@@ -316,6 +316,10 @@ void read_strategy(const Section& s, StrategySpec& st) {
   s.read("loss_reduction", st.loss_reduction);
   s.read("communication", st.communication);
   s.read("bucket_mb", st.bucket_mb);
+  s.read("mode", st.mode);
+  const Section partition = s.sub("partition");
+  partition.read("max_shards", st.partition_max_shards);
+  partition.read("min_shard_mb", st.partition_min_shard_mb);
 }
 
 void read_cluster(const Section& s, ClusterConfig& c) {

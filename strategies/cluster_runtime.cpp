@@ -25,7 +25,7 @@ std::string address_port(const std::string& address) {
 
 }  // namespace
 
-Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedCluster& rc) {
+Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedCluster& rc, const JoinOptions& join) {
   std::unique_ptr<ClusterRuntime> rt(new ClusterRuntime());
   rt->rc_ = rc;
   for (const char* type : {"chief", "worker"}) {
@@ -42,7 +42,16 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
     return config_error(fmt::format("cluster from {}: no chief or worker task to train", rc.source));
   }
   CoordinationOptions options;
-  options.training_tasks = rt->training_;
+  // Monitored tasks: every training task (only the chief when workers may
+  // die), and the ps tasks.
+  for (size_t r = 0; r < rt->training_.size(); ++r) {
+    if (r == 0 || !join.workers_may_die) options.training_tasks.push_back(rt->training_[r]);
+  }
+  if (join.with_ps) {
+    if (auto it = rc.cluster.tasks.find("ps"); it != rc.cluster.tasks.end()) {
+      for (size_t i = 0; i < it->second.size(); ++i) options.training_tasks.push_back({"ps", static_cast<int64_t>(i), it->second[i]});
+    }
+  }
   options.timeout_secs = rc.timeout_secs;
   const CoordTask& host = rt->training_[0];
   if (rt->rank_ == 0) {
@@ -53,7 +62,9 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
     rt->service_ = std::move(*service);
   }
   CoordTask self{rc.task.type, rc.task.index, rc.address};
-  auto client = CoordinationClient::connect(host.address, host.label(), self, !rt->is_training_task(), options);
+  const bool monitored = (rt->is_training_task() && (rt->rank_ == 0 || !join.workers_may_die)) ||
+                         (join.with_ps && rc.task.type == "ps");
+  auto client = CoordinationClient::connect(host.address, host.label(), self, !monitored, options);
   if (!client) return client.error();
   rt->client_ = std::move(*client);
   return rt;

@@ -20,13 +20,22 @@ class ClusterRuntime {
   // Joins the cluster `rc` describes (more than one task, or any task that is
   // not a plain local process). Blocks until every training task arrived or
   // cluster.timeout_secs passed (kCluster error naming the missing tasks).
-  static Result<std::unique_ptr<ClusterRuntime>> join(const ResolvedCluster& rc);
+  // parameter_server: the ps tasks are part of the rendezvous and are
+  // monitored like training tasks; with workers_may_die (async mode) the
+  // workers other than the chief join as observers, so that one dying does
+  // not stop the others.
+  struct JoinOptions {
+    bool with_ps = false;
+    bool workers_may_die = false;
+  };
+  static Result<std::unique_ptr<ClusterRuntime>> join(const ResolvedCluster& rc, const JoinOptions& options);
   ~ClusterRuntime();
 
   const ResolvedCluster& resolved() const { return rc_; }
   // Training tasks in rank order: the chief (if any), then workers by index.
   const std::vector<CoordTask>& training_tasks() const { return training_; }
   bool is_training_task() const { return rank_ >= 0; }
+  bool is_ps() const { return rc_.task.type == "ps"; }
   int rank() const { return rank_; }  // -1 for an evaluator
   int size() const { return static_cast<int>(training_.size()); }
   double timeout_secs() const { return rc_.timeout_secs; }

@@ -2,12 +2,14 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <string>
 
 #include <set>
 
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/collective.hpp"
 #include "strategies/mirrored.hpp"
+#include "strategies/parameter_server.hpp"
 #include "strategies/one_device.hpp"
 #include "strategies/strategy.hpp"
 #include "strategies/towers.hpp"
@@ -61,6 +63,32 @@ Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& p
       std::make_unique<CollectiveStrategy>(program, std::move(devices), bucket_bytes, cluster, std::move(comm)));
 }
 
+// parameter_server needs a cluster with ps tasks; this process is a worker
+// (or the chief) and connects to every ps task.
+Result<std::unique_ptr<Strategy>> make_parameter_server(const JobSpec& job, Program& program,
+                                                        std::vector<std::string> devices, ClusterRuntime* cluster) {
+  const ClusterSpec* spec = cluster ? &cluster->resolved().cluster : nullptr;
+  if (!spec || spec->count("ps") == 0 || !cluster->is_training_task()) {
+    return config_error(fmt::format(
+        "{}: strategy.type: parameter_server needs ps tasks in the cluster (TF_CONFIG's cluster.ps, the job's "
+        "cluster.ps, or dtrain launch --ps N); this process is {}",
+        job.source_path, cluster ? cluster->resolved().task.type + " " + std::to_string(cluster->resolved().task.index)
+                                 : std::string("a single local process")));
+  }
+  const auto& addresses = spec->tasks.at("ps");
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    auto c = PsClient::connect(addresses[i], fmt::format("ps {} ({})", i, addresses[i]), cluster->timeout_secs());
+    if (!c) return c.error();
+    clients.push_back(std::move(*c));
+  }
+  PsPlacement placement =
+      place_variables(program.model->variables(), static_cast<int>(addresses.size()),
+                      job.strategy.partition_max_shards, job.strategy.partition_min_shard_mb * 1024.0 * 1024.0);
+  return std::unique_ptr<Strategy>(std::make_unique<ParameterServerStrategy>(
+      program, std::move(devices), *cluster, std::move(placement), std::move(clients), job.strategy.mode == "sync"));
+}
+
 // The job's devices: "auto" is one CPU device (the CUDA backend comes later);
 // num_gpus N asks for gpu:0..N-1; a list names virtual CPU devices cpu:K.
 Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
@@ -96,7 +124,7 @@ const StrategyRow kStrategies[] = {
     {"towers", make_towers},
     {"mirrored", make_mirrored},
     {"collective", make_collective},
-    {"parameter_server", nullptr},
+    {"parameter_server", make_parameter_server},
 };
 
 }  // namespace
@@ -120,7 +148,7 @@ Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& pro
     if (job.strategy.type != row.name) continue;
     if (!row.factory) {
       return config_error(fmt::format("{}: strategy.type: \"{}\" is not available in this version of dtrain; "
-                                      "available: one_device, towers, mirrored, collective",
+                                      "available: one_device, towers, mirrored, collective, parameter_server",
                                       job.source_path, row.name));
     }
     return row.factory(job, program, *devices, cluster);

@@ -67,6 +67,16 @@ class Strategy {
   // True on every worker when `flag` is true on any (a stop signal, the end
   // of a worker's input), so that all workers stop after the same step.
   virtual bool any_worker(bool flag) { return flag; }
+  // Start-up details worth printing (e.g. a parameter server placement); "".
+  virtual std::string describe() const { return ""; }
+  // After the last step (and the chief's final checkpoint): ends what the
+  // strategy started (parameter_server: the chief waits for the workers,
+  // then stops the ps tasks).
+  virtual Status finish_training() { return Status::Ok(); }
+  // The global step after a train_step made for `step` (0-based): step + 1,
+  // except for asynchronous parameter servers, where every worker's update
+  // advances it and the ps report where it is.
+  virtual int64_t global_step_after(int64_t step) const { return step + 1; }
   // Seconds the last train_step spent in cross-worker communication, and the
   // part of it not overlapped with backward (0 for single-process strategies).
   virtual std::pair<double, double> last_comm_seconds() const { return {0, 0}; }

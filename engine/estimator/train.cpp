@@ -63,7 +63,7 @@ Status Estimator::train(bool evaluate_during) {
     log_.info(fmt::format("resuming from {} at step {}", *latest, global_step_));
   }
 
-  if (multi_worker) {
+  if (options_.cluster) {
     std::vector<int64_t> start_state = {global_step_, restored_input_position_};
     if (Status s = strategy_->sync_start(start_state); !s) return s;
     if (!chief && start_state[0] > 0) log_.info(fmt::format("starting at the chief's step {}", start_state[0]));
@@ -102,6 +102,7 @@ Status Estimator::train(bool evaluate_during) {
                           fmt::join(strategy_->devices(), ", "), split));
   }
   if (const std::string d = (*input)->describe(); !d.empty()) log_.info(d);
+  if (const std::string d = strategy_->describe(); !d.empty()) log_.info(d);
   if (global_step_ >= run.max_steps) {
     log_.info(fmt::format("model_dir {} is already at step {} (max_steps {}); nothing to train", run.model_dir,
                           global_step_, run.max_steps));
@@ -175,14 +176,18 @@ Status Estimator::train(bool evaluate_during) {
           std::isnan(loss) ? "NaN" : "Inf", global_step_ + 1,
           last_checkpoint_.empty() ? "No checkpoint was written" : "The last good checkpoint is " + last_checkpoint_));
     }
-    ++global_step_;
+    const int64_t prev_step = global_step_;
+    global_step_ = strategy_->global_step_after(global_step_);
+    // Steps advance by one, except under asynchronous parameter servers,
+    // where every worker's update counts: act when a multiple is crossed.
+    auto crossed = [&](int64_t n) { return prev_step / n != global_step_ / n; };
     ++window_steps;
     window_examples += out.examples;
     window_loss += loss;
     accumulate(summary_acc, out);
 
-    const bool last = global_step_ == run.max_steps;
-    if (run.log_step_count_steps > 0 && (global_step_ % run.log_step_count_steps == 0 || last)) {
+    const bool last = global_step_ >= run.max_steps;
+    if (run.log_step_count_steps > 0 && (crossed(run.log_step_count_steps) || last)) {
       const double secs = std::max(seconds_since(window_start), 1e-9);
       const double wait = std::min(1.0, window_input_wait / secs);
       log_.step({global_step_, run.max_steps, window_loss / static_cast<double>(window_steps), lr,
@@ -204,7 +209,7 @@ Status Estimator::train(bool evaluate_during) {
       window_input_wait = 0;
       window_comm = window_exposed = 0;
     }
-    if (train_writer_ && (global_step_ % run.save_summary_steps == 0 || last)) {
+    if (train_writer_ && (crossed(run.save_summary_steps) || last)) {
       std::vector<std::pair<std::string, double>> s = {
           {"loss", summary_acc.loss_sum / static_cast<double>(summary_acc.examples)}, {"learning_rate", lr}};
       for (size_t i = 0; i < program_.metrics.size(); ++i) {
@@ -223,7 +228,7 @@ Status Estimator::train(bool evaluate_during) {
                                       : local_sig;
     bool save_now = last || stop_sig != 0;
     if (run.save_checkpoints_steps && *run.save_checkpoints_steps > 0) {
-      save_now = save_now || global_step_ % *run.save_checkpoints_steps == 0;
+      save_now = save_now || crossed(*run.save_checkpoints_steps);
     }
     if (run.save_checkpoints_secs) save_now = save_now || seconds_since(last_save) >= *run.save_checkpoints_secs;
     if (save_now && chief) {
@@ -260,6 +265,7 @@ Status Estimator::train(bool evaluate_during) {
     }
   }
   log_.end_progress();
+  if (Status s = strategy_->finish_training(); !s) return s;
   if (in_cluster && chief) {
     // The evaluator stops after the checkpoint of this step.
     if (Status s = options_.cluster->client().set("train/final_step", std::to_string(global_step_)); !s) return s;

@@ -30,6 +30,8 @@ TF_CONFIG_MISTAKES = {
         'TF_CONFIG: address "a:1" is listed twice, as cluster.worker[0] and cluster.worker[1]',
     '{"cluster": {"chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}}':
         "TF_CONFIG: cluster.chief has 2 addresses; a cluster has at most one chief",
+    '{"cluster": {"worker": ["a:1"], "evaluator": ["e:1", "f:1"]}, "task": {"type": "worker", "index": 0}}':
+        "TF_CONFIG: cluster.evaluator has 2 addresses; a cluster has at most one evaluator; make the others workers",
     '{"cluster": {"worker": ["a:1"], "ps": ["p:1"]}, "task": {"type": "worker", "index": 0}}':
         'TF_CONFIG: cluster.ps lists 1 parameter server(s) but strategy.type is "one_device", which uses none',
     '{"cluster": {"worker": ["a:1"], "evaluator": ["a:1"]}, "task": {"type": "evaluator", "index": 0}}':

@@ -32,8 +32,9 @@ def free_ports(n):
 class Cluster:
     """Processes of one cluster, each `dtrain train JOB ARGS` with its TF_CONFIG."""
 
-    def __init__(self, job, args, chief=False, workers=2, evaluator=False, timeout_secs=60):
+    def __init__(self, job, args, chief=False, workers=2, evaluator=False, timeout_secs=60, ps=0):
         self.tasks = ([("chief", 0)] if chief else []) + [("worker", i) for i in range(workers)]
+        self.tasks += [("ps", i) for i in range(ps)]
         if evaluator:
             self.tasks.append(("evaluator", 0))
         ports = free_ports(len(self.tasks))

@@ -1,0 +1,61 @@
+// parameter_server (TensorFlow's ParameterServerStrategy / replica_device_
+// setter with SyncReplicasOptimizer): variables and optimizer slots live in
+// the ps tasks, sharded and placed by ps_placement; each worker pulls them
+// (one RPC per ps per step, all ps in parallel), runs forward and backward on
+// its devices with towers semantics (one local copy, gradients summed over the
+// local replicas), and pushes the gradients. sync: the ps apply one update per
+// step from exactly one gradient per worker (equal to one_device with the
+// global batch); async: each push is applied on arrival.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "strategies/cluster_runtime.hpp"
+#include "strategies/ps_placement.hpp"
+#include "strategies/ps_service.hpp"
+#include "strategies/replicated.hpp"
+
+namespace dtrain {
+
+class ParameterServerStrategy final : public ReplicatedStrategy {
+ public:
+  ParameterServerStrategy(Program& program, std::vector<std::string> devices, ClusterRuntime& cluster,
+                          PsPlacement placement, std::vector<std::unique_ptr<PsClient>> ps, bool sync);
+  std::string name() const override { return "parameter_server"; }
+  bool is_chief() const override { return cluster_.resolved().is_chief(); }
+  int worker_index() const override { return cluster_.rank(); }
+  int num_workers() const override { return cluster_.size(); }
+  Status create_variables() override;
+  // The chief's checkpoint: a snapshot of every ps at the current step.
+  std::vector<std::pair<std::string, Tensor>> logical_state() override;
+  Status restore(const CheckpointData& ckpt) override;
+  StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
+  Status sync_start(std::vector<int64_t>& values) override;
+  bool any_worker(bool flag) override { return flag; }
+  int64_t global_step_after(int64_t step) const override;
+  std::string describe() const override;
+  Status finish_training() override;
+  std::pair<double, double> last_comm_seconds() const override { return {last_rpc_seconds_, last_rpc_seconds_}; }
+  // Bytes pulled and pushed so far by this worker.
+  int64_t bytes_pulled() const;
+  int64_t bytes_pushed() const;
+
+ private:
+  // Pulls every ps (min_step) in parallel into values_; returns the largest step seen.
+  int64_t pull_all(int64_t min_step);
+  [[noreturn]] void fail(const Error& e);
+  void refresh_private_copies();
+
+  ClusterRuntime& cluster_;
+  PsPlacement placement_;
+  std::vector<std::unique_ptr<PsClient>> ps_;
+  bool sync_;
+  std::vector<Tensor> values_;              // this worker's copy, refreshed by pulls
+  std::vector<std::vector<Tensor>> slots_;  // only used to initialise the ps and by restore
+  int64_t seen_step_ = 0;                   // the ps step of the last pull
+  int64_t snapshot_step_ = 0;               // checkpoints wait until the ps reach this step
+  double last_rpc_seconds_ = 0;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,127 @@
+"""The parameter_server strategy across real dtrain processes on loopback:
+ps tasks hold the variables; sync mode equals one_device with the same global
+batch; async mode trains; the placement is printed; faults stop or spare the
+others as TensorFlow's strategy does."""
+import json
+import re
+import signal
+import time
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from conftest import SHARED_MNIST, SOURCE_ROOT, run_dtrain
+from test_cluster import clean_env
+from test_collective import Cluster, mlp_collective_job, worst_relative_difference
+
+
+def ps_job(tmp_path, batch, mode, max_steps=20, save_steps=10, extra=""):
+    job = mlp_collective_job(tmp_path, batch, max_steps=max_steps, save_steps=save_steps)
+    text = job.read_text().replace("strategy: {type: collective, communication: ring}",
+                                   f"strategy: {{type: parameter_server, mode: {mode}{extra}}}")
+    job.write_text(text)
+    return job
+
+
+@pytest.mark.parametrize("partition", ["", ", partition: {max_shards: 2, min_shard_mb: 0.01}"])
+def test_sync_two_ps_two_workers_and_chief_equal_one_device_after_20_steps(partition, tmp_path):
+    per_worker = 16
+    job = ps_job(tmp_path, per_worker, "sync", extra=partition)
+    ref = run_dtrain("train", job, "--model-dir", tmp_path / "one", "--no-eval", "--log-format", "plain",
+                     "--set", "strategy.type=one_device", "--set", f"data.train.batch_size={per_worker * 3}",
+                     env=clean_env())
+    assert ref.returncode == 0, ref.stderr
+    out = run_dtrain("launch", "--chief", "--workers", 2, "--ps", 2, job, "--model-dir", tmp_path / "ps",
+                     "--no-eval", "--log-format", "plain", env=clean_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "[chief 0] parameter_server mode sync: 3 worker(s), 2 ps task(s); placement" in out.stderr
+    assert re.search(r"\[chief 0\]   dense/kernel  rows 0\.\.\d+  \[\d+, 32\]  \d+ B  ps \d", out.stderr)
+    if partition:  # the 784x32 kernel is split over both ps tasks
+        assert "dense/kernel  rows 0..392  [392, 32]  50176 B  ps" in out.stderr
+        assert "dense/kernel  rows 392..784  [392, 32]  50176 B  ps" in out.stderr
+    assert "[ps 1] ps 1: stopped by the chief" in out.stderr
+    diff = worst_relative_difference(tmp_path / "ps" / "model.ckpt-20.safetensors",
+                                     tmp_path / "one" / "model.ckpt-20.safetensors")
+    assert diff < 1e-5, diff
+    # The checkpoint restores under another strategy, and the other way round.
+    out = run_dtrain("train", job, "--model-dir", tmp_path / "ps", "--no-eval", "--log-format", "plain",
+                     "--set", "strategy.type=one_device", "--set", "run.max_steps=25", env=clean_env())
+    assert out.returncode == 0, out.stderr
+    assert "at step 20" in out.stderr
+
+
+def test_a_one_device_checkpoint_resumes_under_sync_parameter_server(tmp_path):
+    job = ps_job(tmp_path, 16, "sync", max_steps=30)
+    ref = run_dtrain("train", job, "--model-dir", tmp_path / "one", "--no-eval", "--log-format", "plain",
+                     "--set", "strategy.type=one_device", "--set", "data.train.batch_size=32", env=clean_env())
+    assert ref.returncode == 0, ref.stderr
+    part = run_dtrain("train", job, "--model-dir", tmp_path / "mixed", "--no-eval", "--log-format", "plain",
+                      "--set", "strategy.type=one_device", "--set", "data.train.batch_size=32",
+                      "--set", "run.max_steps=10", env=clean_env())
+    assert part.returncode == 0, part.stderr
+    # data position: one_device read 10 batches of 32; 2 workers with shard data read their halves of them
+    # only when unshuffled and sharded by example, which is what this job does.
+    out = run_dtrain("launch", "--workers", 2, "--ps", 1, job, "--model-dir", tmp_path / "mixed", "--no-eval",
+                     "--log-format", "plain", env=clean_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "resuming from" in out.stderr and "at step 10" in out.stderr
+    diff = worst_relative_difference(tmp_path / "mixed" / "model.ckpt-30.safetensors",
+                                     tmp_path / "one" / "model.ckpt-30.safetensors")
+    assert diff < 1e-5, diff
+
+
+def test_async_trains_mnist_cnn(tmp_path):
+    job = SOURCE_ROOT / "sample_configs/mnist_cnn.yaml"
+    model_dir = tmp_path / "run"
+    out = run_dtrain("launch", "--workers", 2, "--ps", 2, job, "--model-dir", model_dir, "--no-eval",
+                     "--log-format", "plain", "--set", "strategy.type=parameter_server",
+                     "--set", "strategy.mode=async", "--set", "run.max_steps=600",
+                     "--set", "run.save_checkpoints_steps=200", env=clean_env(), timeout=900)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "parameter_server mode async: 2 worker(s), 2 ps task(s)" in out.stderr
+    ckpts = sorted(model_dir.glob("model.ckpt-*.safetensors"))
+    assert ckpts, out.stderr[-3000:]
+    ev = run_dtrain("evaluate", job, "--model-dir", model_dir, env=clean_env())
+    assert ev.returncode == 0, ev.stderr
+    acc = float(re.search(r"accuracy: ([\d.]+)", ev.stdout).group(1))
+    assert acc > 0.9, ev.stdout
+
+
+def test_a_ps_task_that_dies_stops_every_worker_naming_it(tmp_path):
+    job = ps_job(tmp_path, 16, "sync", max_steps=100000, save_steps=1000)
+    cluster = Cluster(job, ["--model-dir", tmp_path / "run", "--no-eval"], chief=True, workers=1, timeout_secs=5,
+                      ps=1)
+    cluster.start_all()
+    time.sleep(4)
+    cluster.procs[("ps", 0)].send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    results = cluster.wait(timeout=5 + 10 + 5)
+    for task in (("chief", 0), ("worker", 0)):
+        code, err = results[task]
+        assert code == 4, (task, err[-2000:])
+        assert f"ps 0 ({cluster.address[('ps', 0)]})" in err, (task, err[-2000:])
+    assert time.monotonic() - killed < 5 + 10
+
+
+def test_in_async_mode_a_dead_worker_does_not_stop_the_others(tmp_path):
+    job = ps_job(tmp_path, 16, "async", max_steps=400, save_steps=100)
+    cluster = Cluster(job, ["--model-dir", tmp_path / "run", "--no-eval"], chief=True, workers=2, timeout_secs=5,
+                      ps=1)
+    cluster.start_all()
+    time.sleep(3)
+    cluster.procs[("worker", 1)].send_signal(signal.SIGKILL)
+    results = cluster.wait(timeout=240)
+    for task in (("chief", 0), ("worker", 0), ("ps", 0)):
+        code, err = results[task]
+        assert code == 0, (task, err[-2000:])
+    assert (f"worker 1 ({cluster.address[('worker', 1)]}) did not report the end of its training"
+            in results[("chief", 0)][1])
+    assert (tmp_path / "run" / "model.ckpt-400.safetensors").exists() or list((tmp_path / "run").glob("model.ckpt-4*"))
+
+
+def test_parameter_server_without_ps_tasks_is_a_config_error(tmp_path):
+    job = ps_job(tmp_path, 16, "sync")
+    out = run_dtrain("train", job, "--model-dir", tmp_path / "run", env=clean_env())
+    assert out.returncode == 2
+    assert "strategy.type: parameter_server needs ps tasks in the cluster" in out.stderr

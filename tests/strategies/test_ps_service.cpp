@@ -1,0 +1,285 @@
+// The parameter service over real gRPC on loopback: init and pulls that wait
+// for it, synchronous updates (one gradient per worker, summed in worker
+// order, checked against double-precision sgd-with-momentum and adam),
+// blocking pulls, rejected pushes, asynchronous updates, non-trainable
+// shards and snapshots.
+#include <atomic>
+#include <thread>
+
+#include "tests/strategies/ps_test_util.hpp"
+
+using namespace dtrain;
+using namespace dtrain::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// `steps` synchronous steps: every worker (its own client and thread) pulls
+// step s and pushes test_grads(w, s); the pushes arrive in worker order, or
+// in reverse order when `reverse`. Returns the snapshot after the last step.
+PsState run_sync(const PsConfig& c, int64_t steps, bool reverse, float lr) {
+  auto service = start_ps(c);
+  auto chief = connect_ps(service->port());
+  REQUIRE(chief->init(test_shards(), test_state(0)).ok());
+  const int n = c.num_workers;
+  std::vector<std::unique_ptr<PsClient>> workers;
+  for (int w = 0; w < n; ++w) workers.push_back(connect_ps(service->port()));
+  for (int64_t s = 0; s < steps; ++s) {
+    std::atomic<int> turn{0};
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < n; ++w) {
+      threads.emplace_back([&, w] {
+        auto pulled = workers[static_cast<size_t>(w)]->pull(s);
+        if (!pulled.ok() || pulled->step != s) ++failures;
+        int position = reverse ? n - 1 - w : w;
+        while (turn.load() != position) std::this_thread::sleep_for(1ms);
+        if (!workers[static_cast<size_t>(w)]->push(w, s, lr, test_grads(w, s)).ok()) ++failures;
+        ++turn;
+      });
+    }
+    for (auto& t : threads) t.join();
+    REQUIRE(failures.load() == 0);
+  }
+  auto snap = chief->snapshot(steps);
+  REQUIRE_MESSAGE(snap.ok(), snap.error().message);
+  return std::move(*snap);
+}
+
+// The sum over workers of gradient shard i at step s, in double.
+std::vector<double> grad_sum(int n, int64_t s, size_t i) {
+  std::vector<double> sum;
+  for (int w = 0; w < n; ++w) {
+    std::vector<double> g = to_double(test_grads(w, s)[i]);
+    if (sum.empty()) sum.assign(g.size(), 0.0);
+    for (size_t j = 0; j < g.size(); ++j) sum[j] += g[j];
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("ps: a pull from another client waits for init, then returns the values and step") {
+  auto service = start_ps(ps_config("sgd", true, 1));
+  auto chief = connect_ps(service->port());
+  auto worker = connect_ps(service->port());
+  Result<PsState> pulled = cluster_error("not pulled");
+  auto t0 = PsClock::now();
+  std::thread puller([&] { pulled = worker->pull(0); });
+  std::this_thread::sleep_for(300ms);
+  REQUIRE(chief->init(test_shards(), test_state(7)).ok());
+  puller.join();
+  REQUIRE_MESSAGE(pulled.ok(), pulled.error().message);
+  CHECK(ps_secs_since(t0) >= 0.25);
+  CHECK(pulled->step == 7);
+  CHECK(pulled->slots.empty());
+  PsState want = test_state(7);
+  REQUIRE(pulled->values.size() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(bit_identical(pulled->values[i], want.values[i]));
+  // A second init replaces everything (a restart).
+  PsState again = test_state(3);
+  again.values[1] = Tensor::from({2}, {9.0f, 8.0f});
+  REQUIRE(chief->init(test_shards(), again).ok());
+  auto second = worker->pull(0);
+  REQUIRE(second.ok());
+  CHECK(second->step == 3);
+  CHECK(second->values[1].to_vector() == std::vector<float>{9.0f, 8.0f});
+}
+
+TEST_CASE("ps: sync sgd with momentum sums one gradient per worker in worker order") {
+  for (int n : {2, 3}) {
+    CAPTURE(n);
+    const float lr = 0.05f;
+    const int64_t steps = 3;
+    PsConfig c = ps_config("sgd", true, n, 0.9);
+    PsState in_order = run_sync(c, steps, false, lr);
+    PsState reversed = run_sync(c, steps, true, lr);
+    CHECK(in_order.step == steps);
+    CHECK(reversed.step == steps);
+    for (size_t i = 0; i < 3; ++i) {
+      CHECK(bit_identical(in_order.values[i], reversed.values[i]));
+      for (size_t k = 0; k < in_order.slots[i].size(); ++k) {
+        CHECK(bit_identical(in_order.slots[i][k], reversed.slots[i][k]));
+      }
+    }
+    RefSgd ref{lr, 0.9};
+    PsState init = test_state(0);
+    for (size_t i = 0; i < 2; ++i) {
+      std::vector<double> w = to_double(init.values[i]);
+      std::vector<double> v(w.size(), 0.0);
+      for (int64_t s = 0; s < steps; ++s) ref.apply(w, v, grad_sum(n, s, i));
+      check_close(reversed.values[i], w, fmt::format("values[{}]", i));
+      REQUIRE(reversed.slots[i].size() == 1);
+      check_close(reversed.slots[i][0], v, fmt::format("momentum[{}]", i));
+    }
+    // The non-trainable shard is never optimized and has no slots.
+    CHECK(bit_identical(reversed.values[2], init.values[2]));
+    CHECK(reversed.slots[2].empty());
+  }
+}
+
+TEST_CASE("ps: sync adam uses the 1-based step for its bias correction") {
+  const float lr = 0.01f;
+  const int64_t steps = 4;
+  PsConfig c = ps_config("adam", true, 2);
+  PsState got = run_sync(c, steps, true, lr);
+  RefAdam ref{lr};
+  PsState init = test_state(0);
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<double> w = to_double(init.values[i]);
+    std::vector<double> m(w.size(), 0.0), v(w.size(), 0.0);
+    for (int64_t s = 0; s < steps; ++s) ref.apply(s + 1, w, m, v, grad_sum(2, s, i));
+    check_close(got.values[i], w, fmt::format("values[{}]", i));
+    REQUIRE(got.slots[i].size() == 2);
+    check_close(got.slots[i][0], m, fmt::format("m[{}]", i));
+    check_close(got.slots[i][1], v, fmt::format("v[{}]", i));
+  }
+}
+
+TEST_CASE("ps: sync pulls block until the step is applied; stale and duplicate pushes are rejected") {
+  auto service = start_ps(ps_config("sgd", true, 2));
+  auto chief = connect_ps(service->port());
+  auto w0 = connect_ps(service->port());
+  auto w1 = connect_ps(service->port());
+  REQUIRE(chief->init(test_shards(), test_state(0)).ok());
+  REQUIRE(w1->push(1, 0, 0.1f, test_grads(1, 0)).ok());
+
+  // Recorded, not applied: a snapshot at step 0 is the initial state.
+  auto snap0 = chief->snapshot(0);
+  REQUIRE(snap0.ok());
+  CHECK(snap0->step == 0);
+  CHECK(bit_identical(snap0->values[0], test_state(0).values[0]));
+
+  auto dup = w1->push(1, 0, 0.1f, test_grads(1, 0));
+  REQUIRE_FALSE(dup.ok());
+  CHECK(dup.error().kind == ErrorKind::kCluster);
+  CHECK_MESSAGE(dup.error().message.find("worker 1 pushed a second gradient for global step 0") != std::string::npos,
+                dup.error().message);
+  CHECK(dup.error().message.find(ps_label(service->port())) != std::string::npos);
+
+  std::atomic<bool> done{false};
+  Result<PsState> pulled = cluster_error("not pulled");
+  std::thread puller([&] {
+    pulled = w1->pull(1);
+    done = true;
+  });
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(done.load());  // worker 0's gradient is missing
+  REQUIRE(w0->push(0, 0, 0.1f, test_grads(0, 0)).ok());
+  puller.join();
+  REQUIRE_MESSAGE(pulled.ok(), pulled.error().message);
+  CHECK(pulled->step == 1);
+  std::vector<double> want = to_double(test_state(0).values[1]);
+  std::vector<double> g = grad_sum(2, 0, 1);
+  for (size_t j = 0; j < want.size(); ++j) want[j] -= 0.1 * g[j];
+  check_close(pulled->values[1], want, "bias after step 0");
+
+  auto stale = w0->push(0, 0, 0.1f, test_grads(0, 0));
+  REQUIRE_FALSE(stale.ok());
+  CHECK(stale.error().kind == ErrorKind::kCluster);
+  CHECK_MESSAGE(stale.error().message.find("worker 0 pushed a gradient for global step 0, which is already applied") !=
+                    std::string::npos,
+                stale.error().message);
+
+  auto stranger = w0->push(5, 1, 0.1f, test_grads(0, 1));
+  REQUIRE_FALSE(stranger.ok());
+  CHECK(stranger.error().message.find("worker 5") != std::string::npos);
+  std::vector<Tensor> wrong = test_grads(0, 1);
+  wrong[1] = Tensor({3});
+  auto shape = w0->push(0, 1, 0.1f, wrong);
+  REQUIRE_FALSE(shape.ok());
+  CHECK_MESSAGE(shape.error().message.find("dense/bias") != std::string::npos, shape.error().message);
+}
+
+TEST_CASE("ps: async applies every push on arrival and advances the step by one") {
+  auto service = start_ps(ps_config("sgd", false, 2));
+  auto chief = connect_ps(service->port());
+  auto w0 = connect_ps(service->port());
+  auto w1 = connect_ps(service->port());
+  REQUIRE(chief->init(test_shards(), test_state(10)).ok());
+  std::vector<double> want = to_double(test_state(0).values[0]);
+  const float lr = 0.5f;
+  int64_t step = 10;
+  for (int round = 0; round < 3; ++round) {
+    for (int w : {1, 0}) {
+      PsClient& client = w == 0 ? *w0 : *w1;
+      REQUIRE(client.push(w, 10, lr, test_grads(w, round)).ok());  // `step` is informational
+      ++step;
+      std::vector<double> g = to_double(test_grads(w, round)[0]);
+      for (size_t j = 0; j < want.size(); ++j) want[j] -= 0.5 * g[j];
+      auto pulled = client.pull(0);
+      REQUIRE(pulled.ok());
+      CHECK(pulled->step == step);
+      check_close(pulled->values[0], want, "async kernel");
+    }
+  }
+}
+
+TEST_CASE("ps: non-trainable shards are assigned by push_values and skipped by push") {
+  auto service = start_ps(ps_config("sgd", true, 1));
+  auto chief = connect_ps(service->port());
+  REQUIRE(chief->init(test_shards(), test_state(0)).ok());
+  SUBCASE("one value per shard, empty for the trainable ones") {
+    REQUIRE(chief->push_values({Tensor(), Tensor(), Tensor::from({2}, {-1.0f, 0.25f})}).ok());
+  }
+  SUBCASE("only the non-trainable shards") {
+    REQUIRE(chief->push_values({Tensor::from({2}, {-1.0f, 0.25f})}).ok());
+  }
+  auto pulled = chief->pull(0);
+  REQUIRE(pulled.ok());
+  CHECK(pulled->values[2].to_vector() == std::vector<float>{-1.0f, 0.25f});
+  CHECK(bit_identical(pulled->values[0], test_state(0).values[0]));
+  // A trainable shard cannot be assigned, nor a non-trainable one get a gradient.
+  auto assign = chief->push_values({Tensor::from({3, 2}, {1, 2, 3, 4, 5, 6}), Tensor(), Tensor({2})});
+  REQUIRE_FALSE(assign.ok());
+  CHECK(assign.error().kind == ErrorKind::kCluster);
+  std::vector<Tensor> g = test_grads(0, 0);
+  g[2] = Tensor({2});
+  REQUIRE_FALSE(chief->push(0, 0, 0.1f, g).ok());
+  REQUIRE(chief->push(0, 0, 0.1f, test_grads(0, 0)).ok());
+  auto after = chief->pull(1);
+  REQUIRE(after.ok());
+  CHECK(after->values[2].to_vector() == std::vector<float>{-1.0f, 0.25f});
+}
+
+TEST_CASE("ps: init with given slots; a snapshot waits for its step and returns values and slots") {
+  auto service = start_ps(ps_config("adam", true, 1));
+  auto chief = connect_ps(service->port());
+  PsState state = test_state(4);
+  state.slots = {{Tensor({3, 2}, 0.01f), Tensor({3, 2}, 0.02f)}, {Tensor({2}, 0.03f), Tensor({2}, 0.04f)}, {}};
+  REQUIRE(chief->init(test_shards(), state).ok());
+  auto snap = chief->snapshot(4);
+  REQUIRE(snap.ok());
+  CHECK(snap->step == 4);
+  REQUIRE(snap->slots.size() == 3);
+  CHECK(bit_identical(snap->slots[1][1], state.slots[1][1]));
+  Result<PsState> later = cluster_error("no snapshot");
+  std::thread taker([&] { later = chief->snapshot(5); });
+  std::this_thread::sleep_for(100ms);
+  REQUIRE(chief->push(0, 4, 0.01f, test_grads(0, 4)).ok());
+  taker.join();
+  REQUIRE(later.ok());
+  CHECK(later->step == 5);
+  RefAdam ref{0.01};
+  std::vector<double> w = to_double(state.values[1]);
+  std::vector<double> m = to_double(state.slots[1][0]), v = to_double(state.slots[1][1]);
+  ref.apply(5, w, m, v, to_double(test_grads(0, 4)[1]));  // the update of step 4 is the 5th
+  check_close(later->values[1], w, "bias");
+  check_close(later->slots[1][0], m, "m");
+  check_close(later->slots[1][1], v, "v");
+}
+
+TEST_CASE("ps: init without slots starts them at the optimizer's initial values") {
+  PsConfig c = ps_config("adagrad", true, 1);
+  c.optimizer.initial_accumulator_value = 0.25;
+  auto service = start_ps(c);
+  auto chief = connect_ps(service->port());
+  REQUIRE(chief->init(test_shards(), test_state(0)).ok());
+  auto snap = chief->snapshot(0);
+  REQUIRE(snap.ok());
+  REQUIRE(snap->slots.size() == 3);
+  REQUIRE(snap->slots[0].size() == 1);
+  CHECK(snap->slots[0][0].shape() == Shape{3, 2});
+  CHECK(snap->slots[0][0].to_vector() == std::vector<float>(6, 0.25f));
+  CHECK(snap->slots[2].empty());
+}
