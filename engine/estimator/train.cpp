@@ -94,9 +94,15 @@ Status Estimator::train(bool evaluate_during) {
                                         *batch % replicas ? fmt::format(" (+1 on the first {})", *batch % replicas) : "");
   if (multi_worker) {
     const int workers = strategy_->num_workers();
-    log_.info(fmt::format("strategy {} on {}; batch: global {} = {} workers x {}; this worker's {}; this is worker {}{}",
+    log_.info(fmt::format("strategy {} on {}; batch: global {} = {} workers x {}; this worker's {}; this is {}{}",
                           strategy_->name(), fmt::join(strategy_->devices(), ", "), *batch * workers, workers, *batch,
-                          split, strategy_->worker_index(), chief ? ", the chief" : ""));
+                          split,
+                          options_.cluster ? fmt::format("{} {}", options_.cluster->resolved().task.type,
+                                                         options_.cluster->resolved().task.index)
+                                           : std::to_string(strategy_->worker_index()),
+                          chief && (!options_.cluster || options_.cluster->resolved().task.type != "chief")
+                              ? ", the chief"
+                              : ""));
   } else {
     log_.info(fmt::format("strategy {} on {}; batch: global {}", strategy_->name(),
                           fmt::join(strategy_->devices(), ", "), split));

@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -44,6 +45,7 @@ class Cluster:
             self.spec.setdefault(kind, []).append(f"127.0.0.1:{addr}")
         self.job, self.args, self.timeout_secs = job, args, timeout_secs
         self.procs = {}
+        self.logs = {}
 
     def start(self, task):
         kind, index = task
@@ -52,8 +54,11 @@ class Cluster:
         env.update(clean_env(TF_CONFIG=tf_config))
         cmd = [dtrain_bin(), "train", str(self.job), "--log-format", "plain",
                "--set", f"cluster.timeout_secs={self.timeout_secs}", *map(str, self.args)]
-        self.procs[task] = subprocess.Popen(cmd, cwd=SOURCE_ROOT, env=env, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True)
+        # Output goes to files: a pipe nobody reads while the test waits would
+        # fill up and block the task.
+        log = tempfile.TemporaryFile("w+")
+        self.logs[task] = log
+        self.procs[task] = subprocess.Popen(cmd, cwd=SOURCE_ROOT, env=env, stdout=log, stderr=log, text=True)
         return self.procs[task]
 
     def start_all(self, skip=()):
@@ -67,13 +72,15 @@ class Cluster:
         deadline = time.monotonic() + timeout
         out = {}
         for t, p in self.procs.items():
+            note = ""
             try:
-                _, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
-                _, err = p.communicate()
-                err += "\n<killed by the test: still running>"
-            out[t] = (p.returncode, err)
+                p.wait()
+                note = "\n<killed by the test: still running>"
+            self.logs[t].seek(0)
+            out[t] = (p.returncode, self.logs[t].read() + note)
         return out
 
 
