@@ -228,6 +228,12 @@ Status ParameterServerStrategy::finish_training() {
   return Status::Ok();
 }
 
+std::string ParameterServerStrategy::comm_summary(int64_t steps) const {
+  if (steps <= 0) return "";
+  return fmt::format("parameter servers: this worker pulled {} B and pushed {} B per step (tensor payloads)",
+                     bytes_pulled() / steps, bytes_pushed() / steps);
+}
+
 int64_t ParameterServerStrategy::bytes_pulled() const {
   int64_t n = 0;
   for (const auto& c : ps_) n += c->bytes_received();

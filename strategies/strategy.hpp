@@ -67,6 +67,11 @@ class Strategy {
   // True on every worker when `flag` is true on any (a stop signal, the end
   // of a worker's input), so that all workers stop after the same step.
   virtual bool any_worker(bool flag) { return flag; }
+  // Communication totals worth printing at the end of training ("" = none).
+  virtual std::string comm_summary(int64_t steps) const {
+    (void)steps;
+    return "";
+  }
   // Start-up details worth printing (e.g. a parameter server placement); "".
   virtual std::string describe() const { return ""; }
   // After the last step (and the chief's final checkpoint): ends what the

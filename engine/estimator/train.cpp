@@ -276,11 +276,18 @@ Status Estimator::train(bool evaluate_during) {
     // The evaluator stops after the checkpoint of this step.
     if (Status s = options_.cluster->client().set("train/final_step", std::to_string(global_step_)); !s) return s;
   }
-  if (multi_worker && total_steps > 0) {
-    log_.info(fmt::format("cross-worker all-reduce: {:.2f} ms per step, {:.2f} ms of it not overlapped with backward "
-                          "(mean over {} steps)",
-                          1e3 * total_comm / static_cast<double>(total_steps),
-                          1e3 * total_exposed / static_cast<double>(total_steps), total_steps));
+  if (options_.cluster && total_steps > 0) {
+    const double step_ms = 1e3 * seconds_since(start) / static_cast<double>(total_steps);
+    if (strategy_->name() == "collective" && multi_worker) {
+      log_.info(fmt::format("cross-worker all-reduce: {:.2f} ms per step, {:.2f} ms of it not overlapped with "
+                            "backward (mean over {} steps of {:.2f} ms)",
+                            1e3 * total_comm / static_cast<double>(total_steps),
+                            1e3 * total_exposed / static_cast<double>(total_steps), total_steps, step_ms));
+    } else if (strategy_->name() == "parameter_server") {
+      log_.info(fmt::format("ps RPCs (pull and push): {:.2f} ms per step of {:.2f} ms (mean over {} steps)",
+                            1e3 * total_comm / static_cast<double>(total_steps), step_ms, total_steps));
+    }
+    if (const std::string c = strategy_->comm_summary(total_steps); !c.empty()) log_.info(c);
   }
   log_.info(chief ? fmt::format("training finished at step {}; checkpoint {}", global_step_, last_checkpoint_)
                   : fmt::format("training finished at step {}; the chief saved the checkpoint", global_step_));
