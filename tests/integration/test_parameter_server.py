@@ -71,21 +71,26 @@ def test_a_one_device_checkpoint_resumes_under_sync_parameter_server(tmp_path):
     assert diff < 1e-5, diff
 
 
-def test_async_trains_mnist_cnn(tmp_path):
+def test_async_trains_mnist_cnn_to_97_5_percent_on_t10k(tmp_path):
+    """The sample mnist_cnn job, trained to its end (2500 global steps) by 2 workers and 2 ps tasks in
+    async mode, evaluated on the official t10k set."""
+    if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").exists():
+        pytest.skip(f"official t10k set not found in {SHARED_MNIST}")
     job = SOURCE_ROOT / "sample_configs/mnist_cnn.yaml"
     model_dir = tmp_path / "run"
     out = run_dtrain("launch", "--workers", 2, "--ps", 2, job, "--model-dir", model_dir, "--no-eval",
                      "--log-format", "plain", "--set", "strategy.type=parameter_server",
-                     "--set", "strategy.mode=async", "--set", "run.max_steps=600",
-                     "--set", "run.save_checkpoints_steps=200", env=clean_env(), timeout=900)
+                     "--set", "strategy.mode=async", env=clean_env(), timeout=2400)
     assert out.returncode == 0, out.stderr[-4000:]
     assert "parameter_server mode async: 2 worker(s), 2 ps task(s)" in out.stderr
-    ckpts = sorted(model_dir.glob("model.ckpt-*.safetensors"))
-    assert ckpts, out.stderr[-3000:]
-    ev = run_dtrain("evaluate", job, "--model-dir", model_dir, env=clean_env())
+    ev = run_dtrain("evaluate", job, "--model-dir", model_dir,
+                    "--set", f"data.eval.images={SHARED_MNIST / 't10k-images-idx3-ubyte.gz'}",
+                    "--set", f"data.eval.labels={SHARED_MNIST / 't10k-labels-idx1-ubyte.gz'}",
+                    "--set", "data.eval.skip=0", env=clean_env())
     assert ev.returncode == 0, ev.stderr
     acc = float(re.search(r"accuracy: ([\d.]+)", ev.stdout).group(1))
-    assert acc > 0.9, ev.stdout
+    print(f"async parameter_server mnist_cnn: t10k accuracy {acc:.4f}")
+    assert acc >= 0.975, ev.stdout
 
 
 def test_a_ps_task_that_dies_stops_every_worker_naming_it(tmp_path):
