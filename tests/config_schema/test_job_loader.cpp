@@ -277,6 +277,10 @@ strategy:
   loss_reduction: mean
   communication: auto
   bucket_mb: 25.0
+  mode: async
+  partition:
+    max_shards: 1
+    min_shard_mb: 0.25
 cluster:
   chief: []
   worker: []
