@@ -67,6 +67,18 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
   auto client = CoordinationClient::connect(host.address, host.label(), self, !monitored, options);
   if (!client) return client.error();
   rt->client_ = std::move(*client);
+  if (rt->service_) {
+    // The service lives in this process: before it ends with the process,
+    // give every other task a heartbeat or two to learn the failure from it
+    // (otherwise they would only see the service vanish).
+    const double heartbeat = std::min(5.0, std::max(0.2, rc.timeout_secs / 10));
+    rt->client_->on_failure([heartbeat](const Error& e) {
+      std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
+      std::fflush(stderr);
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>((2 * heartbeat + 0.5) * 1000)));
+      _exit(static_cast<int>(ExitCode::kCluster));
+    });
+  }
   return rt;
 }
 
@@ -88,7 +100,7 @@ void ClusterRuntime::fail_after_comm_error(const Error& e) {
   // heartbeat interval is timeout_secs / 10 clamped to [0.2, 5] s.
   const double heartbeat = std::min(5.0, std::max(0.2, rc_.timeout_secs / 10));
   const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>((rc_.timeout_secs + 2 * heartbeat + 1) * 1000));
+                        std::chrono::milliseconds(static_cast<int64_t>((rc_.timeout_secs + 3 * heartbeat + 3) * 1000));
   while (std::chrono::steady_clock::now() < deadline) {
     // The failure handler (set by the caller, or the default) ends the process.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

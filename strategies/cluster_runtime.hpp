@@ -48,7 +48,7 @@ class ClusterRuntime {
   // After a communication error (a peer closed its connection): waits for
   // the coordination service to name the failed task (the failure handler
   // then ends the process with exit code 4); if none is named within
-  // timeout_secs plus two heartbeats, prints `e` and exits with code 4.
+  // timeout_secs plus three heartbeats and 3 s, prints `e` and exits with code 4.
   [[noreturn]] void fail_after_comm_error(const Error& e);
 
  private:
