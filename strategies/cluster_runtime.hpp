@@ -42,6 +42,8 @@ class ClusterRuntime {
   // The host of this task's address (where Gloo binds); "" if it has none.
   std::string bind_host() const;
   CoordinationClient& client() { return *client_; }
+  // The service, on the task that hosts it (else null).
+  const CoordinationService* service() const { return service_.get(); }
   // Ends this task's part cleanly: leaves; on the service host, waits (at
   // most timeout_secs) for every other task to leave before stopping it.
   void finish();

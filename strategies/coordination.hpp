@@ -58,6 +58,9 @@ class CoordinationService {
   // "" while healthy; else the first failure, e.g. "worker 1 (127.0.0.1:2223)
   // sent no heartbeat for 60 s (the process died or hung)".
   std::string failure() const;
+  // Labels of the observers declared dead so far (no heartbeat for
+  // timeout_secs), in the order they were declared.
+  std::vector<std::string> dead_observers() const;
 
   class Impl;
 

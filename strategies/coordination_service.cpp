@@ -78,6 +78,11 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     });
   }
 
+  std::vector<std::string> dead_observers() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dead_observers_;
+  }
+
   std::string failure() const {
     std::lock_guard<std::mutex> lock(mu_);
     return failure_;
@@ -231,6 +236,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         if (st.left || st.dead || now - st.last_heartbeat <= timeout_) continue;
         st.dead = true;
         cv_.notify_all();
+        if (st.observer) dead_observers_.push_back(st.task.label());
         if (!st.observer) {
           fail(fmt::format("{} sent no heartbeat for {} s (the process died or hung)", st.task.label(),
                            format_secs(options_.timeout_secs)));
@@ -248,6 +254,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, TaskState> tasks_;                  // GUARDED_BY(mu_), registered tasks by id()
+  std::vector<std::string> dead_observers_;                 // GUARDED_BY(mu_), labels, in order
   std::map<std::string, std::string> kv_;                   // GUARDED_BY(mu_)
   std::map<std::string, std::set<std::string>> barriers_;   // GUARDED_BY(mu_), name -> ids arrived
   std::string failure_;                                     // GUARDED_BY(mu_)
@@ -278,5 +285,7 @@ bool CoordinationService::wait_all_left(std::chrono::steady_clock::time_point de
 }
 
 std::string CoordinationService::failure() const { return impl_->failure(); }
+
+std::vector<std::string> CoordinationService::dead_observers() const { return impl_->dead_observers(); }
 
 }  // namespace dtrain

@@ -191,6 +191,18 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
   }
   rpc += seconds_since(t1);
   last_rpc_seconds_ = rpc;
+  // async: a worker that died does not stop the others; the chief says so.
+  if (const CoordinationService* service = cluster_.service(); service && !sync_) {
+    std::vector<std::string> dead;  // workers only: the evaluator is an observer too
+    for (const std::string& label : service->dead_observers()) {
+      if (label.rfind("worker ", 0) == 0) dead.push_back(label);
+    }
+    for (; reported_dead_ < dead.size(); ++reported_dead_) {
+      std::fprintf(stderr, "dtrain: %s stopped sending heartbeats (died or hung); training goes on with %zu of %d "
+                   "workers\n", dead[reported_dead_].c_str(), static_cast<size_t>(num_workers()) - dead.size(),
+                   num_workers());
+    }
+  }
   // sync: the state after this step's update (applied once every worker pushed).
   snapshot_step_ = sync_ ? step + 1 : 0;
   return sum_outputs(outs);

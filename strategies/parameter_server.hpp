@@ -55,7 +55,8 @@ class ParameterServerStrategy final : public ReplicatedStrategy {
   std::vector<Tensor> values_;              // this worker's copy, refreshed by pulls
   std::vector<std::vector<Tensor>> slots_;  // only used to initialise the ps and by restore
   int64_t seen_step_ = 0;                   // the ps step of the last pull
-  int64_t snapshot_step_ = 0;               // checkpoints wait until the ps reach this step
+  int64_t snapshot_step_ = 0;
+  size_t reported_dead_ = 0;                // async: workers lost so far, already reported               // checkpoints wait until the ps reach this step
   double last_rpc_seconds_ = 0;
 };
 

@@ -312,6 +312,7 @@ TEST_CASE("coordination: observers neither hold the rendezvous nor fail the clus
   CHECK_FALSE(service->wait_all_left(Clock::now() + 300ms));
   CHECK(service->wait_all_left(Clock::now() + 3s));
   CHECK(service->failure() == "");
+  CHECK(service->dead_observers() == std::vector<std::string>{"evaluator 0"});
 }
 
 // Run in a child process by the next test case (does nothing otherwise):
