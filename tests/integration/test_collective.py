@@ -191,7 +191,8 @@ def test_sigkill_of_a_worker_stops_the_others_naming_it_and_a_restart_resumes(tm
     # Restart the whole cluster (as a scheduler does): it resumes from the latest checkpoint.
     saved = max(int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "run").glob("model.ckpt-*.safetensors"))
     finish = saved + 30
-    cluster = Cluster(job, args + ["--set", f"run.max_steps={finish}"], chief=True, workers=2, timeout_secs=5)
+    # The restart measures no time: a generous timeout keeps a loaded machine from failing it.
+    cluster = Cluster(job, args + ["--set", f"run.max_steps={finish}"], chief=True, workers=2, timeout_secs=30)
     results = cluster.start_all().wait(timeout=180)
     for task, (code, err) in results.items():
         assert code == 0, (task, err[-2000:])
