@@ -67,6 +67,11 @@ Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& p
 // (or the chief) and connects to every ps task.
 Result<std::unique_ptr<Strategy>> make_parameter_server(const JobSpec& job, Program& program,
                                                         std::vector<std::string> devices, ClusterRuntime* cluster) {
+  // The evaluator only restores checkpoints and runs forward: the variables
+  // live in this process (towers over its devices), not on the ps tasks.
+  if (cluster && !cluster->is_training_task() && !cluster->is_ps()) {
+    return std::unique_ptr<Strategy>(std::make_unique<TowersStrategy>(program, std::move(devices)));
+  }
   const ClusterSpec* spec = cluster ? &cluster->resolved().cluster : nullptr;
   if (!spec || spec->count("ps") == 0 || !cluster->is_training_task()) {
     return config_error(fmt::format(

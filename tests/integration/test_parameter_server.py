@@ -138,3 +138,15 @@ def test_parameter_server_without_ps_tasks_is_a_config_error(tmp_path):
     out = run_dtrain("train", job, "--model-dir", tmp_path / "run", env=clean_env())
     assert out.returncode == 2
     assert "strategy.type: parameter_server needs ps tasks in the cluster" in out.stderr
+
+
+def test_an_evaluator_follows_a_parameter_server_run(tmp_path):
+    job = ps_job(tmp_path, 16, "sync", max_steps=60, save_steps=20)
+    model_dir = tmp_path / "run"
+    out = run_dtrain("launch", "--workers", 2, "--ps", 1, "--evaluator", job, "--model-dir", model_dir,
+                     "--log-format", "plain", env=clean_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "[evaluator 0] evaluator: evaluated the final checkpoint (step 60); done" in out.stderr
+    for step in (20, 40, 60):
+        metrics = json.loads((model_dir / "eval" / f"metrics-{step}.json").read_text())
+        assert metrics["global_step"] == step
