@@ -65,7 +65,15 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
   const bool monitored = (rt->is_training_task() && (rt->rank_ == 0 || !join.workers_may_die)) ||
                          (join.with_ps && rc.task.type == "ps");
   auto client = CoordinationClient::connect(host.address, host.label(), self, !monitored, options);
-  if (!client) return client.error();
+  if (!client) {
+    if (rt->service_) {
+      // The service ends with this process: keep it up for two heartbeats so
+      // the other tasks' calls get its verdict (who is missing) first.
+      const double heartbeat = std::min(5.0, std::max(0.2, rc.timeout_secs / 10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>((2 * heartbeat + 0.5) * 1000)));
+    }
+    return client.error();
+  }
   rt->client_ = std::move(*client);
   if (rt->service_) {
     // The service lives in this process: before it ends with the process,

@@ -170,7 +170,7 @@ def test_chief_two_workers_and_evaluator_train_mnist_cnn_with_eval_summaries(tmp
 def test_sigkill_of_a_worker_stops_the_others_naming_it_and_a_restart_resumes(tmp_path):
     job = mlp_collective_job(tmp_path, 16, max_steps=100000, save_steps=50)
     args = ["--model-dir", tmp_path / "run", "--no-eval"]
-    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=5).start_all()
+    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=10).start_all()
     ckpt = tmp_path / "run" / "model.ckpt-100.safetensors"
     deadline = time.monotonic() + 120
     while not ckpt.exists() and time.monotonic() < deadline:
@@ -179,14 +179,14 @@ def test_sigkill_of_a_worker_stops_the_others_naming_it_and_a_restart_resumes(tm
     victim = cluster.procs[("worker", 1)]
     victim.send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
-    results = cluster.wait(timeout=5 + 10 + 5)
+    results = cluster.wait(timeout=10 + 10 + 5)
     elapsed = time.monotonic() - killed_at
     dead = cluster.address[("worker", 1)]
     for task in (("chief", 0), ("worker", 0)):
         code, err = results[task]
         assert code == 4, (task, err[-2000:])
         assert f"worker 1 ({dead})" in err, (task, err[-2000:])
-    assert elapsed < 5 + 10, elapsed
+    assert elapsed < 10 + 10, elapsed
 
     # Restart the whole cluster (as a scheduler does): it resumes from the latest checkpoint.
     saved = max(int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "run").glob("model.ckpt-*.safetensors"))
