@@ -1,6 +1,8 @@
 // Joining a multi-task cluster through the coordination service.
 #include "strategies/cluster_runtime.hpp"
 
+#include "strategies/rpc_time.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -69,7 +71,7 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
     if (rt->service_) {
       // The service ends with this process: keep it up for two heartbeats so
       // the other tasks' calls get its verdict (who is missing) first.
-      const double heartbeat = std::min(5.0, std::max(0.2, rc.timeout_secs / 10));
+      const double heartbeat = rpc_time::default_heartbeat_secs(rc.timeout_secs);
       std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>((2 * heartbeat + 0.5) * 1000)));
     }
     return client.error();
@@ -79,7 +81,7 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
     // The service lives in this process: before it ends with the process,
     // give every other task a heartbeat or two to learn the failure from it
     // (otherwise they would only see the service vanish).
-    const double heartbeat = std::min(5.0, std::max(0.2, rc.timeout_secs / 10));
+    const double heartbeat = rpc_time::default_heartbeat_secs(rc.timeout_secs);
     rt->client_->on_failure([heartbeat](const Error& e) {
       std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
       std::fflush(stderr);
@@ -106,7 +108,7 @@ void ClusterRuntime::finish() {
 void ClusterRuntime::fail_after_comm_error(const Error& e) {
   // The service names a dead task timeout_secs after its last heartbeat; a
   // heartbeat interval is timeout_secs / 10 clamped to [0.2, 5] s.
-  const double heartbeat = std::min(5.0, std::max(0.2, rc_.timeout_secs / 10));
+  const double heartbeat = rpc_time::default_heartbeat_secs(rc_.timeout_secs);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>((rc_.timeout_secs + 3 * heartbeat + 3) * 1000));
   while (std::chrono::steady_clock::now() < deadline) {

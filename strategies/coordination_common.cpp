@@ -14,25 +14,9 @@ std::string CoordTask::label() const { return address.empty() ? id() : fmt::form
 
 namespace coord_internal {
 
-std::string format_secs(double secs) { return fmt::format("{:g}", secs); }
-
-Clock::duration to_duration(double secs) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(secs));
-}
-
-int64_t ms_until(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return std::max<int64_t>(left, 0);
-}
-
-std::chrono::system_clock::time_point grpc_time(Clock::time_point t) {
-  return std::chrono::system_clock::now() +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(t - Clock::now());
-}
-
 double heartbeat_interval(const CoordinationOptions& options) {
   if (options.heartbeat_secs > 0) return options.heartbeat_secs;
-  return std::clamp(options.timeout_secs / 10, 0.2, 5.0);
+  return rpc_time::default_heartbeat_secs(options.timeout_secs);
 }
 
 std::string join_labels(const std::vector<std::string>& labels) {

@@ -8,6 +8,7 @@
 
 #include "strategies/coordination.hpp"
 #include "strategies/coordination.pb.h"
+#include "strategies/rpc_time.hpp"
 
 namespace dtrain::coord_internal {
 
@@ -17,13 +18,10 @@ using Clock = std::chrono::steady_clock;
 // long (or the heartbeat interval if shorter); the client then asks again.
 constexpr std::chrono::milliseconds kMaxPoll{1000};
 
-// Seconds as written in messages: 60 -> "60", 1.5 -> "1.5".
-std::string format_secs(double secs);
-Clock::duration to_duration(double secs);
-// Milliseconds left until `deadline`, at least 0.
-int64_t ms_until(Clock::time_point deadline);
-// The same instant on the system clock, which is the only one gRPC deadlines take.
-std::chrono::system_clock::time_point grpc_time(Clock::time_point t);
+using rpc_time::format_secs;
+using rpc_time::grpc_time;
+using rpc_time::ms_until;
+using rpc_time::to_duration;
 // options.heartbeat_secs, or timeout_secs / 10 clamped to [0.2, 5] when 0.
 double heartbeat_interval(const CoordinationOptions& options);
 // "a, b and c"

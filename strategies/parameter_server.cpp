@@ -35,29 +35,15 @@ ParameterServerStrategy::ParameterServerStrategy(Program& program, std::vector<s
 
 Status ParameterServerStrategy::create_variables() {
   if (Status s = initialize_variables(program_, values_, slots_); !s) return s;
-  const auto& vars = program_.model->variables();
-  for (size_t r = 0; r < replicas_.size(); ++r) {
-    for (size_t i = 0; i < vars.size(); ++i) {
-      replicas_[r].values[i] = (vars[i].trainable || r == 0) ? values_[i] : values_[i].clone();
-    }
-  }
+  share_one_copy(values_);
   return Status::Ok();
-}
-
-void ParameterServerStrategy::refresh_private_copies() {
-  const auto& vars = program_.model->variables();
-  for (size_t r = 1; r < replicas_.size(); ++r) {
-    for (size_t i = 0; i < vars.size(); ++i) {
-      if (!vars[i].trainable) replicas_[r].values[i].copy_from(values_[i]);
-    }
-  }
 }
 
 void ParameterServerStrategy::fail(const Error& e) { cluster_.fail_after_comm_error(e); }
 
 Status ParameterServerStrategy::restore(const CheckpointData& ckpt) {
   if (Status s = assign_state(program_, ckpt, values_, slots_); !s) return s;
-  refresh_private_copies();
+  refresh_private_copies(values_);
   return Status::Ok();
 }
 
@@ -138,7 +124,7 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
   const auto t0 = std::chrono::steady_clock::now();
   seen_step_ = pull_all(sync_ ? step : 0);
   double rpc = seconds_since(t0);
-  refresh_private_copies();
+  refresh_private_copies(values_);
   // sync: the mean is over the global batch of every worker (equal batches);
   // async: each push is one worker's own mean.
   const float scale = program_.grad_scale(sync_ ? batch.size() * num_workers() : batch.size());

@@ -46,7 +46,6 @@ class ParameterServerStrategy final : public ReplicatedStrategy {
   // Pulls every ps (min_step) in parallel into values_; returns the largest step seen.
   int64_t pull_all(int64_t min_step);
   [[noreturn]] void fail(const Error& e);
-  void refresh_private_copies();
 
   ClusterRuntime& cluster_;
   PsPlacement placement_;

@@ -43,20 +43,4 @@ void copy_payload(const ps::Tensor& t, Tensor& dst) {
 
 int64_t payload_bytes(const ps::Tensor& t) { return static_cast<int64_t>(t.data().size()); }
 
-std::string format_secs(double secs) { return fmt::format("{:g}", secs); }
-
-Clock::duration to_duration(double secs) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(secs));
-}
-
-int64_t ms_until(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return std::max<int64_t>(left, 0);
-}
-
-std::chrono::system_clock::time_point grpc_time(Clock::time_point t) {
-  return std::chrono::system_clock::now() +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(t - Clock::now());
-}
-
 }  // namespace dtrain::ps_internal

@@ -10,6 +10,7 @@
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 #include "strategies/parameter_server.pb.h"
+#include "strategies/rpc_time.hpp"
 
 namespace dtrain::ps_internal {
 
@@ -27,10 +28,9 @@ Result<Tensor> from_proto(const ps::Tensor& t);
 void copy_payload(const ps::Tensor& t, Tensor& dst);
 int64_t payload_bytes(const ps::Tensor& t);
 
-std::string format_secs(double secs);  // 60 -> "60", 1.5 -> "1.5"
-Clock::duration to_duration(double secs);
-int64_t ms_until(Clock::time_point deadline);  // at least 0
-// The same instant on the system clock, which is the only one gRPC deadlines take.
-std::chrono::system_clock::time_point grpc_time(Clock::time_point t);
+using rpc_time::format_secs;
+using rpc_time::grpc_time;
+using rpc_time::ms_until;
+using rpc_time::to_duration;
 
 }  // namespace dtrain::ps_internal

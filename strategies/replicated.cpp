@@ -31,6 +31,24 @@ StepOutput ReplicatedStrategy::sum_outputs(const std::vector<StepOutput>& outs) 
   return total;
 }
 
+void ReplicatedStrategy::share_one_copy(std::vector<Tensor>& values) {
+  const auto& vars = program_.model->variables();
+  for (size_t r = 0; r < replicas_.size(); ++r) {
+    for (size_t i = 0; i < vars.size(); ++i) {
+      replicas_[r].values[i] = (vars[i].trainable || r == 0) ? values[i] : values[i].clone();
+    }
+  }
+}
+
+void ReplicatedStrategy::refresh_private_copies(const std::vector<Tensor>& values) {
+  const auto& vars = program_.model->variables();
+  for (size_t r = 1; r < replicas_.size(); ++r) {
+    for (size_t i = 0; i < vars.size(); ++i) {
+      if (!vars[i].trainable) replicas_[r].values[i].copy_from(values[i]);
+    }
+  }
+}
+
 StepOutput ReplicatedStrategy::eval_step(const Batch& batch) {
   return sum_outputs(on_shards(batch.size(), [&](int r, int64_t begin, int64_t end) {
     return run_replica(program_, replicas_[static_cast<size_t>(r)], batch, begin, end, 0, false, 1.0f);

@@ -27,6 +27,13 @@ class ReplicatedStrategy : public Strategy {
   // of a batch of `rows`, and returns the per-replica outputs in order.
   std::vector<StepOutput> on_shards(int64_t rows, const std::function<StepOutput(int, int64_t, int64_t)>& fn);
   static StepOutput sum_outputs(const std::vector<StepOutput>& outs);
+  // One shared copy (towers semantics): every replica's trainable variables
+  // are views of `values`; non-trainable ones (batch_norm's moving
+  // statistics, written in forward) are private copies for replicas after
+  // the first, so towers never race on them.
+  void share_one_copy(std::vector<Tensor>& values);
+  // Refreshes those private copies from `values` (before each step).
+  void refresh_private_copies(const std::vector<Tensor>& values);
 
   Program& program_;
   std::vector<std::string> devices_;

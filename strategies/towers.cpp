@@ -8,22 +8,8 @@ namespace dtrain {
 
 Status TowersStrategy::create_variables() {
   if (Status s = initialize_variables(program_, values_, slots_); !s) return s;
-  const auto& vars = program_.model->variables();
-  for (size_t r = 0; r < replicas_.size(); ++r) {
-    for (size_t i = 0; i < vars.size(); ++i) {
-      replicas_[r].values[i] = (vars[i].trainable || r == 0) ? values_[i] : values_[i].clone();
-    }
-  }
+  share_one_copy(values_);
   return Status::Ok();
-}
-
-void TowersStrategy::refresh_private_copies() {
-  const auto& vars = program_.model->variables();
-  for (size_t r = 1; r < replicas_.size(); ++r) {
-    for (size_t i = 0; i < vars.size(); ++i) {
-      if (!vars[i].trainable) replicas_[r].values[i].copy_from(values_[i]);
-    }
-  }
 }
 
 std::vector<std::pair<std::string, Tensor>> TowersStrategy::logical_state() {
@@ -32,12 +18,12 @@ std::vector<std::pair<std::string, Tensor>> TowersStrategy::logical_state() {
 
 Status TowersStrategy::restore(const CheckpointData& ckpt) {
   if (Status s = assign_state(program_, ckpt, values_, slots_); !s) return s;
-  refresh_private_copies();
+  refresh_private_copies(values_);
   return Status::Ok();
 }
 
 StepOutput TowersStrategy::train_step(const Batch& batch, int64_t step, float lr) {
-  refresh_private_copies();
+  refresh_private_copies(values_);
   const float scale = program_.grad_scale(batch.size());
   const auto outs = on_shards(batch.size(), [&](int r, int64_t begin, int64_t end) {
     ReplicaState& rs = replicas_[static_cast<size_t>(r)];

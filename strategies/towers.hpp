@@ -18,11 +18,6 @@ class TowersStrategy final : public ReplicatedStrategy {
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
 
  private:
-  // Non-trainable variables (batch_norm's moving statistics) are written in
-  // forward: replicas after the first get private copies, refreshed from the
-  // shared one before each step, so towers never race on them.
-  void refresh_private_copies();
-
   std::vector<Tensor> values_;              // the one copy
   std::vector<std::vector<Tensor>> slots_;  // per variable
 };
