@@ -26,11 +26,6 @@ constexpr std::chrono::milliseconds kRetryPause{50};
 // Longest wait for report_error() and leave(), which run while a task stops.
 constexpr double kFarewellSecs = 5;
 
-bool transport_failure(const grpc::Status& s) {
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         s.error_code() == grpc::StatusCode::CANCELLED;
-}
-
 [[noreturn]] void default_failure_handler(const Error& error) {
   std::fprintf(stderr, "dtrain: %s\n", error.message.c_str());
   std::fflush(stderr);
@@ -59,8 +54,8 @@ class CoordinationClient::Impl {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
-    stub_ = coord::Coordination::NewStub(
-        grpc::CreateCustomChannel(service_address, grpc::InsecureChannelCredentials(), args));
+    channel_ = grpc::CreateCustomChannel(service_address, grpc::InsecureChannelCredentials(), args);
+    stub_ = coord::Coordination::NewStub(channel_);
     to_proto(self_, &self_proto_);
   }
 
@@ -210,7 +205,7 @@ class CoordinationClient::Impl {
       ctx.set_deadline(grpc_time(std::max(deadline, Clock::now() + kRetryPause)));
       grpc::Status s = rpc(&ctx);
       if (!transport_failure(s) || Clock::now() >= deadline) return s;
-      std::this_thread::sleep_for(kRetryPause);
+      pause_connecting(*channel_, kRetryPause);
     }
   }
 
@@ -228,7 +223,7 @@ class CoordinationClient::Impl {
       grpc::Status s = rpc(&ctx, wait_ms, &answer);
       if (s.ok()) *resp = std::move(answer);
       if ((s.ok() && done(*resp)) || (!s.ok() && !transport_failure(s)) || Clock::now() >= deadline) return s;
-      if (!s.ok()) std::this_thread::sleep_for(std::min<Clock::duration>(kRetryPause, deadline - Clock::now()));
+      if (!s.ok()) pause_connecting(*channel_, std::min<Clock::duration>(kRetryPause, deadline - Clock::now()));
     }
   }
 
@@ -289,6 +284,7 @@ class CoordinationClient::Impl {
   const Clock::duration interval_;
   std::string service_name_;  // "the coordination service at host:port (chief 0)"
   coord::Task self_proto_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<coord::Coordination::Stub> stub_;  // thread-safe
 
   mutable std::mutex mu_;

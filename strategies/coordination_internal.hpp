@@ -21,7 +21,9 @@ constexpr std::chrono::milliseconds kMaxPoll{1000};
 using rpc_time::format_secs;
 using rpc_time::grpc_time;
 using rpc_time::ms_until;
+using rpc_time::pause_connecting;
 using rpc_time::to_duration;
+using rpc_time::transport_failure;
 // options.heartbeat_secs, or timeout_secs / 10 clamped to [0.2, 5] when 0.
 double heartbeat_interval(const CoordinationOptions& options);
 // "a, b and c"

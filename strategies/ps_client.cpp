@@ -7,7 +7,6 @@
 
 #include <atomic>
 #include <functional>
-#include <thread>
 
 #include "strategies/parameter_server.grpc.pb.h"
 #include "strategies/ps_internal.hpp"
@@ -23,11 +22,6 @@ namespace {
 constexpr std::chrono::milliseconds kGrace{1000};
 // Pause between attempts while the ps does not answer.
 constexpr std::chrono::milliseconds kRetryPause{50};
-
-bool transport_failure(const grpc::Status& s) {
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         s.error_code() == grpc::StatusCode::CANCELLED;
-}
 
 // The ps answered that nobody called init yet.
 bool not_initialized(const grpc::Status& s) { return s.error_code() == grpc::StatusCode::FAILED_PRECONDITION; }
@@ -109,7 +103,7 @@ class PsClient::Impl {
       }
       bool retry = transport_failure(s) || not_initialized(s) || s.ok();
       if (!retry || Clock::now() >= deadline) break;
-      if (transport_failure(s)) std::this_thread::sleep_for(kRetryPause);
+      if (transport_failure(s)) pause_connecting(*channel_, kRetryPause);
     }
     const char* what = with_slots ? "snapshot" : "pull";
     if (!s.ok()) return describe(s, what);
@@ -207,7 +201,7 @@ class PsClient::Impl {
       ctx.set_deadline(grpc_time(std::max(deadline, Clock::now() + std::chrono::milliseconds(wait_ms) + kGrace)));
       grpc::Status s = rpc(&ctx, wait_ms);
       if ((!transport_failure(s) && !not_initialized(s)) || Clock::now() >= deadline) return s;
-      if (transport_failure(s)) std::this_thread::sleep_for(kRetryPause);
+      if (transport_failure(s)) pause_connecting(*channel_, kRetryPause);
     }
   }
 

@@ -31,6 +31,8 @@ int64_t payload_bytes(const ps::Tensor& t);
 using rpc_time::format_secs;
 using rpc_time::grpc_time;
 using rpc_time::ms_until;
+using rpc_time::pause_connecting;
 using rpc_time::to_duration;
+using rpc_time::transport_failure;
 
 }  // namespace dtrain::ps_internal

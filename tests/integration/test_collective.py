@@ -67,6 +67,23 @@ class Cluster:
                 self.start(t)
         return self
 
+    def output_so_far(self, task):
+        """What the task has printed so far. pread leaves the file offset, which
+        the task shares, where the task's next write expects it."""
+        fd = self.logs[task].fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+    def wait_for_output(self, task, text, timeout):
+        """True once `task` has printed `text`; False after `timeout` seconds or when it ended without."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output_so_far(task):
+                return True
+            if self.procs[task].poll() is not None:
+                return text in self.output_so_far(task)
+            time.sleep(0.1)
+        return False
+
     def wait(self, timeout):
         """{task: (returncode, stderr)}; kills what is still running after `timeout` seconds."""
         deadline = time.monotonic() + timeout
@@ -224,6 +241,23 @@ def test_the_chief_that_never_starts_is_named_by_the_workers(tmp_path):
     assert code == 4, err
     assert (f"the coordination service at {cluster.address[('chief', 0)]} (chief 0) did not answer within 3 s"
             in err), err
+
+
+def test_tasks_that_start_before_the_chief_join_as_soon_as_it_is_up(tmp_path):
+    """The worker and the ps retry the chief's coordination service until it is up, then finish their
+    handshake at once, well inside a 3 s timeout. (A client that only slept between attempts left its
+    handshake to gRPC's backup poller, which runs every 5 s, and failed this rendezvous.)"""
+    from test_parameter_server import ps_job
+    job = ps_job(tmp_path, 16, "sync", max_steps=10)
+    cluster = Cluster(job, ["--model-dir", tmp_path / "run", "--no-eval"], chief=True, workers=1, timeout_secs=3,
+                      ps=1)
+    cluster.start_all(skip=[("chief", 0)])
+    time.sleep(1)  # the others' first attempts are refused
+    cluster.start(("chief", 0))
+    results = cluster.wait(timeout=60)
+    for task, (code, err) in results.items():
+        assert code == 0, (task, err[-2000:])
+    assert (tmp_path / "run" / "model.ckpt-10.safetensors").exists()
 
 
 def test_nccl_without_gpus_is_a_config_error(tmp_path):
