@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/data_commands.hpp"
+#include "cli/remote_cluster.hpp"
 #include "config_schema/job_loader.hpp"
 #include "engine/cluster/cluster.hpp"
 #include "engine/devices.hpp"
@@ -51,8 +53,9 @@ Result<JobSpec> load_for(const Args& a, const std::string& path, std::string_vie
 // The cluster `dtrain train` runs in, checked against the job's strategy:
 // several training tasks need a strategy that spans processes; a ps task
 // needs parameter_server. nullopt for a single local process.
-Result<std::optional<ResolvedCluster>> training_cluster(const JobSpec& job, const std::string& path) {
-  auto rc = resolve_cluster(job, process_env());
+Result<std::optional<ResolvedCluster>> training_cluster(const JobSpec& job, const std::string& path,
+                                                       const EnvLookup& env = process_env()) {
+  auto rc = resolve_cluster(job, env);
   if (!rc) return rc.error();
   if (rc->is_local()) return std::optional<ResolvedCluster>();
   const std::string& type = job.strategy.type;
@@ -60,6 +63,12 @@ Result<std::optional<ResolvedCluster>> training_cluster(const JobSpec& job, cons
     return config_error(fmt::format("{}: this task is ps {} (from {}), but strategy.type is \"{}\"; ps tasks "
                                     "serve the parameter_server strategy",
                                     path, rc->task.index, rc->source, type));
+  }
+  if (type == "parameter_server" && rc->cluster.count("ps") == 0) {
+    return config_error(fmt::format("{}: strategy.type: parameter_server needs ps tasks in the cluster, but the "
+                                    "cluster from {} has none; add ps tasks (TF_CONFIG's cluster.ps, dtrain launch "
+                                    "--ps N, or ps=HOST:PORT in --remote-cluster)",
+                                    path, rc->source));
   }
   const bool spans_processes = type == "collective" || type == "parameter_server";
   if (rc->cluster.num_training_tasks() > 1 && !spans_processes) {
@@ -113,10 +122,53 @@ int run_ps_task(const JobSpec& job, ClusterRuntime& cluster) {
   return 0;
 }
 
+// train --remote-cluster: the job runs on `dtrain server`s; this process
+// only sends it and shows their output.
+int run_remote_train(const Args& a) {
+  auto tasks = parse_remote_cluster(a.remote_cluster);
+  if (!tasks) return fail(tasks.error());
+  const std::string& path = a.jobs[0];
+  auto job = load_for(a, path, "train");
+  if (!job) return fail(job.error());
+  if (Status s = no_cluster_addresses(*job, path, "--remote-cluster"); !s) return fail(s.error());
+  // The servers have their own working directories: model_dir goes absolute
+  // (data paths already are, in the resolved job).
+  if (!std::filesystem::path(job->run.model_dir).is_absolute()) {
+    Args with_dir = a;
+    with_dir.model_dir = (std::filesystem::current_path() / job->run.model_dir).lexically_normal().string();
+    job = load_for(with_dir, path, "train");
+    if (!job) return fail(job.error());
+  }
+  // The roles must suit the job before any server is asked: checked as each
+  // task will check its TF_CONFIG (the servers' own addresses stand in for the
+  // task ports they will pick).
+  std::vector<int> ports;
+  for (const RemoteTaskSpec& t : *tasks) ports.push_back(std::stoi(t.server.substr(t.server.rfind(':') + 1)));
+  const std::string cluster = remote_cluster_json(*tasks, ports);
+  for (const RemoteTaskSpec& t : *tasks) {
+    const std::string tf_config =
+        fmt::format(R"({{"cluster": {}, "task": {{"type": "{}", "index": {}}}}})", cluster, t.type, t.index);
+    EnvLookup env = [tf_config](const std::string& name) -> std::optional<std::string> {
+      if (name == "TF_CONFIG") return tf_config;
+      return std::nullopt;
+    };
+    auto rc = training_cluster(*job, path, env);
+    if (!rc) return fail(Error{rc.error().kind, "--remote-cluster: " + rc.error().message});
+  }
+  RemoteRun run;
+  run.job_path = path;
+  run.job = std::move(*job);
+  run.tasks = std::move(*tasks);
+  if (a.no_eval) run.train_args.push_back("--no-eval");
+  if (a.log_format != "auto") run.train_args.insert(run.train_args.end(), {"--log-format", a.log_format});
+  return run_remote_cluster(run);
+}
+
 // train in a cluster: join it (rendezvous), then train as a training task
 // or follow model_dir as the evaluator. A task that fails tells the others,
 // which stop naming it.
 int run_train(const Args& a) {
+  if (!a.remote_cluster.empty()) return run_remote_train(a);
   auto job = load_for(a, a.jobs[0], "train");
   if (!job) return fail(job.error());
   auto rc = training_cluster(*job, a.jobs[0]);
@@ -243,6 +295,9 @@ const std::vector<Command>& commands() {
          add_job(s, a);
          add_run_options(s, a);
          s.add_flag("--no-eval", a.no_eval, "do not evaluate during training");
+         s.add_option("--remote-cluster", a.remote_cluster,
+                      "run the job on dtrain servers instead: [TYPE=]HOST:PORT,... (TYPE chief, worker, ps, evaluator; "
+                      "none: worker)");
        },
        run_train},
       {"evaluate", "evaluate a checkpoint (default: the latest) on data.eval",
@@ -291,6 +346,17 @@ const std::vector<Command>& commands() {
              ->check(CLI::Range(1, 65535));
        },
        run_launch_command},
+      {"server", "wait for work: run the tasks that dtrain train --remote-cluster sends (one at a time)",
+       [](CLI::App& s, Args& a) {
+         s.add_option("--port", a.server.port, "port to listen on (default: a free one, printed)")
+             ->check(CLI::Range(0, 65535));
+         s.add_option("--host", a.server.host, "address to listen on (default 0.0.0.0: every interface)");
+         s.add_flag("--once", a.server.once, "exit after the first job");
+         s.add_option("--stop-grace-secs", a.server.stop_grace_secs,
+                      "after SIGTERM to a task, kill it when it has not ended within this (default 30)")
+             ->check(CLI::PositiveNumber);
+       },
+       [](const Args& a) { return run_task_server(a.server); }},
       {"version", "print dtrain's version", [](CLI::App&, Args&) {}, run_version},
   };
   return table;

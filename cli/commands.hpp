@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/launch_command.hpp"
+#include "cli/task_server.hpp"
 
 namespace dtrain::cli {
 
@@ -23,6 +24,8 @@ struct Args {
   bool no_eval = false;                 // train: skip evaluation
   int data_exit = 0;                    // data *: set by its subcommand callbacks
   LaunchArgs launch;                    // launch: tasks (its train options are the fields above)
+  std::string remote_cluster;           // train --remote-cluster: [type=]host:port,...
+  ServerArgs server;                    // server
 };
 
 struct Command {

@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "config_schema/job_spec.hpp"
+#include "engine/status.hpp"
+
 namespace dtrain::cli {
 
 struct LaunchArgs {
@@ -21,5 +24,10 @@ struct LaunchArgs {
 // SIGINT/SIGTERM to every task, and waits for all. Returns 0 when every task
 // succeeded, else the exit code of the first task that failed.
 int run_launch(const LaunchArgs& args);
+
+// The job's own cluster addresses would take precedence over the TF_CONFIG
+// that `how` (dtrain launch, --remote-cluster) gives each task: a config
+// error naming the file.
+Status no_cluster_addresses(const JobSpec& job, const std::string& path, const char* how);
 
 }  // namespace dtrain::cli

@@ -1,0 +1,113 @@
+// Child processes: posix_spawn with pipes, line reading, reaping.
+#include "cli/child_process.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace dtrain::cli {
+
+Result<Child> spawn_child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string& cwd) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return runtime_error(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  auto replaced = [&](const char* entry) {
+    const char* eq = std::strchr(entry, '=');
+    const size_t n = eq ? static_cast<size_t>(eq - entry) + 1 : std::strlen(entry);
+    for (const std::string& e : env) {
+      if (e.compare(0, n, entry, n) == 0) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> full_env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!replaced(*e)) full_env.emplace_back(*e);
+  }
+  full_env.insert(full_env.end(), env.begin(), env.end());
+  std::vector<char*> cargv, cenv;
+  for (const std::string& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
+  cargv.push_back(nullptr);
+  for (const std::string& s : full_env) cenv.push_back(const_cast<char*>(s.c_str()));
+  cenv.push_back(nullptr);
+  Child child;
+  const int rc = posix_spawn(&child.pid, argv[0].c_str(), &actions, nullptr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return runtime_error(fmt::format("cannot start {}: {}", argv[0], std::strerror(rc)));
+  }
+  child.out_fd = out_pipe[0];
+  child.err_fd = err_pipe[0];
+  return child;
+}
+
+bool read_lines(int& fd, std::string& buf, const std::function<void(std::string_view)>& line) {
+  char chunk[8192];
+  const ssize_t n = ::read(fd, chunk, sizeof chunk);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n > 0) buf.append(chunk, static_cast<size_t>(n));
+  size_t start = 0;
+  for (size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+    line(std::string_view(buf).substr(start, nl - start));
+  }
+  buf.erase(0, start);
+  if (n > 0) return true;
+  if (!buf.empty()) line(buf);
+  buf.clear();
+  ::close(fd);
+  fd = -1;
+  return false;
+}
+
+std::optional<int> try_reap(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, WNOHANG) != pid) return std::nullopt;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int free_port(bool loopback_only) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(loopback_only ? INADDR_LOOPBACK : INADDR_ANY);
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("dtrain");
+}
+
+}  // namespace dtrain::cli

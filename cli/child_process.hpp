@@ -1,0 +1,45 @@
+// Child dtrain processes for dtrain launch and dtrain server: start one with
+// its output on pipes, read that output line by line, and reap it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/status.hpp"
+
+namespace dtrain::cli {
+
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1, err_fd = -1;  // read ends of the child's stdout / stderr; -1 once closed
+  std::string out_buf, err_buf;  // partial lines
+};
+
+// Starts `argv` (argv[0] is the program) with this process's environment,
+// where `env` entries ("NAME=value") replace or add variables, and stdout and
+// stderr on pipes.
+Result<Child> spawn_child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string& cwd = "");
+
+// Reads what is available on `fd` and calls `line` for each complete line
+// (without its newline). At end of file: passes the unterminated rest as a
+// line, closes fd, sets it to -1 and returns false.
+bool read_lines(int& fd, std::string& buf, const std::function<void(std::string_view)>& line);
+
+// The exit code of `pid` if it has ended (128 + signal when killed), without waiting.
+std::optional<int> try_reap(pid_t pid);
+
+// A free TCP port, on 127.0.0.1 or on every address (bound and released:
+// another process could take it before the task binds it, which the task
+// then reports).
+int free_port(bool loopback_only);
+
+// This executable's path (/proc/self/exe), for starting more dtrain processes.
+std::string self_exe();
+
+}  // namespace dtrain::cli
