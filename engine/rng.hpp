@@ -9,20 +9,13 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/cuda/philox.hpp"  // the rounds, shared with the GPU kernels
+
 namespace dtrain {
 
 inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {
-  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
-  for (int round = 0; round < 10; ++round) {
-    const uint64_t p0 = static_cast<uint64_t>(kM0) * ctr[0];
-    const uint64_t p1 = static_cast<uint64_t>(kM1) * ctr[2];
-    ctr = {static_cast<uint32_t>(p1 >> 32) ^ ctr[1] ^ key[0], static_cast<uint32_t>(p1),
-           static_cast<uint32_t>(p0 >> 32) ^ ctr[3] ^ key[1], static_cast<uint32_t>(p0)};
-    key[0] += kW0;
-    key[1] += kW1;
-  }
-  return ctr;
+  const cuda::Philox4 r = cuda::philox4x32_10(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1]);
+  return {r.v[0], r.v[1], r.v[2], r.v[3]};
 }
 
 // 64-bit FNV-1a, for turning names into keys.

@@ -6,8 +6,8 @@
 //                                            torch.optim.Adam instead adds eps to sqrt(v_hat))
 // Slots "m" and "v". One fused pass over the variable.
 #include <cassert>
-#include <cmath>
 
+#include "engine/cuda/update_math.hpp"  // the per-element update, shared with the GPU kernels
 #include "engine/optim/optimizer_impls.hpp"
 
 namespace dtrain {
@@ -23,26 +23,13 @@ class Adam final : public Optimizer {
 
   void apply(int64_t step, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots) const override {
     assert(grad.numel() == var.numel() && slots.size() == 2 && step >= 1);
-    const double t = static_cast<double>(step);
-    const float lr_t = static_cast<float>(static_cast<double>(lr) * std::sqrt(1.0 - std::pow(b2_, t)) /
-                                          (1.0 - std::pow(b1_, t)));
-    const float one_minus_b1 = static_cast<float>(1.0 - b1_);
-    const float one_minus_b2 = static_cast<float>(1.0 - b2_);
-    const float keep = static_cast<float>(1.0 - static_cast<double>(lr) * wd_);  // 1 for adam
-    const float eps = eps_;
+    const cuda::exact::AdamScalars k = cuda::exact::adam_scalars(b1_, b2_, eps_, wd_, lr, step);
     const int64_t n = var.numel();
     float* __restrict w = var.data();
     const float* __restrict g = grad.data();
     float* __restrict m = slots[0].data();
     float* __restrict v = slots[1].data();
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      const float mi = m[i] + one_minus_b1 * (gi - m[i]);
-      const float vi = v[i] + one_minus_b2 * (gi * gi - v[i]);
-      m[i] = mi;
-      v[i] = vi;
-      w[i] = keep * w[i] - lr_t * mi / (std::sqrt(vi) + eps);
-    }
+    for (int64_t i = 0; i < n; ++i) cuda::exact::adam(w[i], m[i], v[i], g[i], k);
   }
 
  private:

@@ -2,6 +2,7 @@
 // var += v, or var += m v - lr g with nesterov. Slot "momentum" holds v.
 #include <cassert>
 
+#include "engine/cuda/update_math.hpp"  // the per-element update, shared with the GPU kernels
 #include "engine/optim/optimizer_impls.hpp"
 
 namespace dtrain {
@@ -22,23 +23,15 @@ class Sgd final : public Optimizer {
     float* __restrict w = var.data();
     const float* __restrict g = grad.data();
     if (momentum_ <= 0.0f) {
-      for (int64_t i = 0; i < n; ++i) w[i] -= lr * g[i];
+      for (int64_t i = 0; i < n; ++i) cuda::exact::sgd(w[i], g[i], lr);
       return;
     }
     float* __restrict v = slots[0].data();
     const float m = momentum_;
     if (nesterov_) {
-      for (int64_t i = 0; i < n; ++i) {
-        const float vi = m * v[i] - lr * g[i];
-        v[i] = vi;
-        w[i] += m * vi - lr * g[i];
-      }
+      for (int64_t i = 0; i < n; ++i) cuda::exact::sgd_momentum(w[i], v[i], g[i], lr, m, /*nesterov=*/true);
     } else {
-      for (int64_t i = 0; i < n; ++i) {
-        const float vi = m * v[i] - lr * g[i];
-        v[i] = vi;
-        w[i] += vi;
-      }
+      for (int64_t i = 0; i < n; ++i) cuda::exact::sgd_momentum(w[i], v[i], g[i], lr, m, /*nesterov=*/false);
     }
   }
 
