@@ -109,6 +109,38 @@ def test_a_ps_task_that_dies_stops_every_worker_naming_it(tmp_path):
     assert time.monotonic() - killed < 5 + 10
 
 
+def test_in_sync_mode_a_dead_worker_stops_the_others_naming_it_and_a_restart_resumes(tmp_path):
+    job = ps_job(tmp_path, 16, "sync", max_steps=100000, save_steps=50)
+    args = ["--model-dir", tmp_path / "run", "--no-eval"]
+    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=10, ps=2).start_all()
+    ckpt = tmp_path / "run" / "model.ckpt-100.safetensors"
+    deadline = time.monotonic() + 120
+    while not ckpt.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ckpt.exists(), cluster.wait(1)
+    cluster.procs[("worker", 1)].send_signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    results = cluster.wait(timeout=10 + 10 + 5)
+    elapsed = time.monotonic() - killed_at
+    dead = f"worker 1 ({cluster.address[('worker', 1)]})"
+    for task in (("chief", 0), ("worker", 0), ("ps", 0), ("ps", 1)):
+        code, err = results[task]
+        assert code == 4, (task, err[-2000:])
+        assert dead in err, (task, err[-2000:])
+    assert elapsed < 10 + 10, elapsed
+
+    # Restart the whole cluster: the chief puts the latest checkpoint on the ps tasks, and training goes on.
+    saved = max(int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "run").glob("model.ckpt-*.safetensors"))
+    finish = saved + 20
+    cluster = Cluster(job, args + ["--set", f"run.max_steps={finish}"], chief=True, workers=2, timeout_secs=30, ps=2)
+    results = cluster.start_all().wait(timeout=180)
+    for task, (code, err) in results.items():
+        assert code == 0, (task, err[-2000:])
+    assert (f"resuming from {tmp_path / 'run'}/model.ckpt-{saved}.safetensors at step {saved}"
+            in results[("chief", 0)][1])
+    assert (tmp_path / "run" / f"model.ckpt-{finish}.safetensors").exists()
+
+
 def test_in_async_mode_a_dead_worker_does_not_stop_the_others(tmp_path):
     # The service declares worker 1 dead timeout_secs (5 s) after its last heartbeat; the remaining 9000
     # steps take far longer than that on any machine, so the chief is still training when it hears.
