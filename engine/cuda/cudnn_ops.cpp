@@ -1,0 +1,366 @@
+// cuDNN convolution, pooling and softmax (cudnn_ops.hpp). This file is also
+// the one adapter to cuDNN 9's API: the legacy descriptor calls used here are
+// declared (CUDNN_DEPRECATED, silent unless CUDNN_WARN_DEPRECATED) in
+// cudnn_ops.h and cudnn_cnn.h; a move to the graph API belongs here alone.
+#include "engine/cuda/cudnn_ops.hpp"
+
+#include <cudnn.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine/cuda/check.hpp"
+#include "engine/cuda/eltwise.hpp"
+#include "engine/cuda/runtime.hpp"
+
+namespace dtrain::cuda {
+namespace {
+
+// One GPU's cuDNN handle, bound to its compute stream; mu serialises calls.
+struct DnnContext {
+  std::mutex mu;
+  cudnnHandle_t handle = nullptr;
+};
+
+Result<DnnContext*> dnn_context(GpuDevice& dev) {
+  static std::mutex mu;
+  static auto* contexts = new std::map<int, std::unique_ptr<DnnContext>>();  // never destroyed, like gpu_device()
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = contexts->find(dev.index);
+  if (it != contexts->end()) return it->second.get();
+  Result<DeviceGuard> guard = DeviceGuard::set(dev.index);
+  if (!guard.ok()) return guard.error();
+  auto ctx = std::make_unique<DnnContext>();
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreate(&ctx->handle));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetStream(ctx->handle, dev.compute.get()));
+  DnnContext* raw = ctx.get();
+  contexts->emplace(dev.index, std::move(ctx));
+  return raw;
+}
+
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  ~TensorDesc() { if (d) cudnnDestroyTensorDescriptor(d); }
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  ~FilterDesc() { if (d) cudnnDestroyFilterDescriptor(d); }
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ~ConvDesc() { if (d) cudnnDestroyConvolutionDescriptor(d); }
+};
+struct PoolDesc {
+  cudnnPoolingDescriptor_t d = nullptr;
+  ~PoolDesc() { if (d) cudnnDestroyPoolingDescriptor(d); }
+};
+
+int i32(int64_t v) { return static_cast<int>(v); }
+
+// An NHWC float tensor (n, h, w, c).
+Status nhwc(TensorDesc& t, int64_t n, int64_t h, int64_t w, int64_t c) {
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&t.d));
+  return DTRAIN_CUDA_STATUS(
+      cudnnSetTensor4dDescriptor(t.d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i32(n), i32(c), i32(h), i32(w)));
+}
+
+Result<CachedBuffer> scratch(GpuDevice& dev, size_t bytes) {
+  return dev.allocator.allocate_buffer(bytes, stream_id(dev.compute));
+}
+
+// Weights between our HWIO (kh, kw, ic, oc) and cuDNN's NHWC filter layout
+// KRSC (oc, kh, kw, ic): a transpose of a (kh*kw*ic, oc) matrix, done by
+// cudnnTransformTensor between two strided views of (oc, kh*kw*ic).
+Status transpose_weights(cudnnHandle_t h, const kernels::Conv2dShape& s, const float* src, float* dst,
+                         bool to_krsc) {
+  const int k = i32(s.oc), j = i32(s.kh * s.kw * s.ic);
+  TensorDesc hwio, krsc;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&hwio.d));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&krsc.d));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetTensor4dDescriptorEx(hwio.d, CUDNN_DATA_FLOAT, k, j, 1, 1, 1, k, 1, 1));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetTensor4dDescriptorEx(krsc.d, CUDNN_DATA_FLOAT, k, j, 1, 1, j, 1, 1, 1));
+  const float one = 1.0f, zero = 0.0f;
+  return DTRAIN_CUDA_STATUS(to_krsc ? cudnnTransformTensor(h, &one, hwio.d, src, &zero, krsc.d, dst)
+                                    : cudnnTransformTensor(h, &one, krsc.d, src, &zero, hwio.d, dst));
+}
+
+// Copies x (n, ih, iw, c) into the interior of the zeroed padded buffer
+// (n, ph, pw, c) at (top, left), or (to_padded = false) the interior back out.
+Status pad_copy(GpuDevice& dev, const kernels::Conv2dShape& s, const ConvPadPlan& p, const float* from, float* to,
+                bool to_padded) {
+  const size_t row = static_cast<size_t>(s.iw * s.ic) * sizeof(float);
+  const size_t prow = static_cast<size_t>(p.padded_w * s.ic) * sizeof(float);
+  if (to_padded) {
+    DTRAIN_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(to, 0, prow * static_cast<size_t>(p.padded_h * s.n), dev.compute.get()));
+  }
+  cudaMemcpy3DParms c{};
+  const cudaPitchedPtr dense = make_cudaPitchedPtr(const_cast<float*>(to_padded ? from : to), row, row,
+                                                   static_cast<size_t>(s.ih));
+  const cudaPitchedPtr padded = make_cudaPitchedPtr(const_cast<float*>(to_padded ? to : from), prow, prow,
+                                                    static_cast<size_t>(p.padded_h));
+  const cudaPos interior = make_cudaPos(static_cast<size_t>(s.pad_left * s.ic) * sizeof(float),
+                                        static_cast<size_t>(s.pad_top), 0);
+  c.srcPtr = to_padded ? dense : padded;
+  c.dstPtr = to_padded ? padded : dense;
+  if (to_padded) c.dstPos = interior; else c.srcPos = interior;
+  c.extent = make_cudaExtent(row, static_cast<size_t>(s.ih), static_cast<size_t>(s.n));
+  c.kind = cudaMemcpyDeviceToDevice;
+  return DTRAIN_CUDA_STATUS(cudaMemcpy3DAsync(&c, dev.compute.get()));
+}
+
+// The descriptors of one convolution (x as cuDNN sees it: padded when the plan says so).
+struct ConvDescs {
+  TensorDesc x, y, bias;
+  FilterDesc w;
+  ConvDesc conv;
+};
+
+Status make_conv_descs(const kernels::Conv2dShape& s, const ConvPadPlan& p, ConvDescs& d) {
+  if (Status st = nhwc(d.x, s.n, p.padded_h, p.padded_w, s.ic); !st.ok()) return st;
+  if (Status st = nhwc(d.y, s.n, s.oh, s.ow, s.oc); !st.ok()) return st;
+  if (Status st = nhwc(d.bias, 1, 1, 1, s.oc); !st.ok()) return st;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&d.w.d));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(d.w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i32(s.oc),
+                                                         i32(s.ic), i32(s.kh), i32(s.kw)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&d.conv.d));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(d.conv.d, i32(p.pad_h), i32(p.pad_w), i32(s.sh),
+                                                              i32(s.sw), i32(s.dh), i32(s.dw),
+                                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  int n = 0, c = 0, h = 0, w = 0;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(d.conv.d, d.x.d, d.w.d, &n, &c, &h, &w));
+  if (h != s.oh || w != s.ow || c != s.oc || n != s.n) {
+    return runtime_error("conv2d on the GPU: cuDNN computes an output of " + std::to_string(h) + "x" +
+                         std::to_string(w) + "x" + std::to_string(c) + " but the shape says " +
+                         std::to_string(s.oh) + "x" + std::to_string(s.ow) + "x" + std::to_string(s.oc));
+  }
+  return {};
+}
+
+// The first algorithm cuDNN's heuristics rank that is usable and, for
+// kFloat32, not a tensor-op (TF32) one; the convolution then keeps
+// CUDNN_FMA_MATH (set before the query) so no TF32 kernel can run. For kTf32
+// the convolution takes the algorithm's own math type.
+template <class Perf>
+Result<Perf> pick(const Perf* perf, int count, MathMode mode, cudnnConvolutionDescriptor_t conv, const char* what) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    const bool tensor_op =
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (mode == MathMode::kFloat32 && tensor_op) continue;
+    if (mode == MathMode::kTf32) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv, perf[i].mathType));
+    return perf[i];
+  }
+  return runtime_error(std::string("cuDNN offers no ") + what + " algorithm" +
+                       (mode == MathMode::kFloat32 ? " with float32 (FMA) math" : "") + " for this convolution");
+}
+
+cudnnMathType_t math(MathMode mode) { return mode == MathMode::kTf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
+
+// What every convolution call starts with: the device's cuDNN handle, held
+// locked; the padding plan; the descriptors with the math type set; the
+// explicitly padded input buffer when the padding is asymmetric (filled from
+// `x_to_pad` unless that is null); and scratch for the weights in cuDNN's
+// KRSC layout. Members are destroyed in reverse order: the buffers go back to
+// the allocator while the lock is still held.
+struct ConvCall {
+  std::unique_lock<std::mutex> lock;
+  cudnnHandle_t h = nullptr;
+  ConvPadPlan p;
+  ConvDescs d;
+  CachedBuffer padded;
+  CachedBuffer weights;
+};
+
+Status prepare_conv(GpuDevice& dev, const kernels::Conv2dShape& s, MathMode mode, const float* x_to_pad,
+                    ConvCall& c) {
+  Result<DnnContext*> ctx = dnn_context(dev);
+  if (!ctx.ok()) return ctx.error();
+  c.lock = std::unique_lock<std::mutex>((*ctx)->mu);
+  c.h = (*ctx)->handle;
+  c.p = conv_pad_plan(s);
+  if (Status st = make_conv_descs(s, c.p, c.d); !st.ok()) return st;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(c.d.conv.d, math(mode)));
+  if (c.p.explicit_pad) {
+    Result<CachedBuffer> b =
+        scratch(dev, static_cast<size_t>(s.n * c.p.padded_h * c.p.padded_w * s.ic) * sizeof(float));
+    if (!b.ok()) return b.error();
+    c.padded = std::move(*b);
+    if (x_to_pad != nullptr) {
+      if (Status st = pad_copy(dev, s, c.p, x_to_pad, c.padded.floats(), true); !st.ok()) return st;
+    }
+  }
+  Result<CachedBuffer> wk = scratch(dev, static_cast<size_t>(s.kh * s.kw * s.ic * s.oc) * sizeof(float));
+  if (!wk.ok()) return wk.error();
+  c.weights = std::move(*wk);
+  return {};
+}
+
+}  // namespace
+
+ConvPadPlan conv_pad_plan(const kernels::Conv2dShape& s) {
+  ConvPadPlan p;
+  p.explicit_pad = s.pad_top != s.pad_bottom || s.pad_left != s.pad_right;
+  p.padded_h = p.explicit_pad ? s.ih + s.pad_top + s.pad_bottom : s.ih;
+  p.padded_w = p.explicit_pad ? s.iw + s.pad_left + s.pad_right : s.iw;
+  p.pad_h = p.explicit_pad ? 0 : s.pad_top;
+  p.pad_w = p.explicit_pad ? 0 : s.pad_left;
+  return p;
+}
+
+PoolPadPlan pool_pad_plan(const kernels::Pool2dShape& s) {
+  PoolPadPlan p;
+  p.pad_h = s.pad_top;
+  p.pad_w = s.pad_left;
+  const int64_t span_h = s.ih + 2 * s.pad_top - s.kh, span_w = s.iw + 2 * s.pad_left - s.kw;
+  p.supported = span_h >= 0 && span_w >= 0 && span_h / s.sh + 1 == s.oh && span_w / s.sw + 1 == s.ow;
+  return p;
+}
+
+Status conv2d_forward(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* w,
+                      const float* bias, float* y, MathMode mode) {
+  ConvCall c;
+  if (Status st = prepare_conv(dev, s, mode, x, c); !st.ok()) return st;
+  const cudnnHandle_t h = c.h;
+  const ConvPadPlan& p = c.p;
+  const ConvDescs& d = c.d;
+  if (Status st = transpose_weights(h, s, w, c.weights.floats(), true); !st.ok()) return st;
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int count = 0;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d,
+                                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+  Result<cudnnConvolutionFwdAlgoPerf_t> algo = pick(perf, count, mode, d.conv.d, "forward");
+  if (!algo.ok()) return algo.error();
+  size_t ws_bytes = 0;
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d, algo->algo, &ws_bytes));
+  Result<CachedBuffer> ws = scratch(dev, ws_bytes);
+  if (!ws.ok()) return ws.error();
+  const float one = 1.0f, zero = 0.0f;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionForward(h, &one, d.x.d, p.explicit_pad ? c.padded.floats() : x, d.w.d,
+                                                      c.weights.floats(), d.conv.d, algo->algo, ws->get(), ws_bytes,
+                                                      &zero, d.y.d, y));
+  if (bias != nullptr) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnAddTensor(h, &one, d.bias.d, bias, &one, d.y.d, y));
+  if (s.relu) return relu_forward(y, y, s.n * s.oh * s.ow * s.oc, dev.compute.get());
+  return {};
+}
+
+Status conv2d_backward_data(GpuDevice& dev, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
+                            MathMode mode) {
+  ConvCall c;
+  if (Status st = prepare_conv(dev, s, mode, nullptr, c); !st.ok()) return st;
+  const cudnnHandle_t h = c.h;
+  const ConvPadPlan& p = c.p;
+  const ConvDescs& d = c.d;
+  if (Status st = transpose_weights(h, s, w, c.weights.floats(), true); !st.ok()) return st;
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int count = 0;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+      h, d.w.d, d.y.d, d.conv.d, d.x.d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+  Result<cudnnConvolutionBwdDataAlgoPerf_t> algo = pick(perf, count, mode, d.conv.d, "backward-data");
+  if (!algo.ok()) return algo.error();
+  size_t ws_bytes = 0;
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d, algo->algo, &ws_bytes));
+  Result<CachedBuffer> ws = scratch(dev, ws_bytes);
+  if (!ws.ok()) return ws.error();
+  const float one = 1.0f, zero = 0.0f;
+  float* out = p.explicit_pad ? c.padded.floats() : dx;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardData(h, &one, d.w.d, c.weights.floats(), d.y.d, dy, d.conv.d,
+                                                           algo->algo, ws->get(), ws_bytes, &zero, d.x.d, out));
+  if (p.explicit_pad) return pad_copy(dev, s, p, c.padded.floats(), dx, false);
+  return {};
+}
+
+Status conv2d_backward_weights(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* dy,
+                               float* dw, float* db, MathMode mode) {
+  ConvCall c;
+  if (Status st = prepare_conv(dev, s, mode, x, c); !st.ok()) return st;
+  const cudnnHandle_t h = c.h;
+  const ConvPadPlan& p = c.p;
+  const ConvDescs& d = c.d;
+  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  int count = 0;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      h, d.x.d, d.y.d, d.conv.d, d.w.d, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+  Result<cudnnConvolutionBwdFilterAlgoPerf_t> algo = pick(perf, count, mode, d.conv.d, "backward-filter");
+  if (!algo.ok()) return algo.error();
+  size_t ws_bytes = 0;
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x.d, d.y.d, d.conv.d, d.w.d, algo->algo, &ws_bytes));
+  Result<CachedBuffer> ws = scratch(dev, ws_bytes);
+  if (!ws.ok()) return ws.error();
+  const float one = 1.0f, zero = 0.0f;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(h, &one, d.x.d, p.explicit_pad ? c.padded.floats() : x,
+                                                             d.y.d, dy, d.conv.d, algo->algo, ws->get(), ws_bytes,
+                                                             &zero, d.w.d, c.weights.floats()));
+  if (Status st = transpose_weights(h, s, c.weights.floats(), dw, false); !st.ok()) return st;
+  if (db != nullptr) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardBias(h, &one, d.y.d, dy, &zero, d.bias.d, db));
+  return {};
+}
+
+namespace {
+
+struct PoolDescs {
+  TensorDesc x, y;
+  PoolDesc pool;
+};
+
+Status make_pool_descs(const kernels::Pool2dShape& s, PoolDescs& d) {
+  const PoolPadPlan p = pool_pad_plan(s);
+  if (!p.supported) {
+    return runtime_error("pool2d on the GPU: padding top " + std::to_string(s.pad_top) + " bottom " +
+                         std::to_string(s.pad_bottom) + ", left " + std::to_string(s.pad_left) + " right " +
+                         std::to_string(s.pad_right) +
+                         " needs asymmetric windows that cuDNN's pooling cannot express (not implemented)");
+  }
+  if (Status st = nhwc(d.x, s.n, s.ih, s.iw, s.c); !st.ok()) return st;
+  if (Status st = nhwc(d.y, s.n, s.oh, s.ow, s.c); !st.ok()) return st;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreatePoolingDescriptor(&d.pool.d));
+  const cudnnPoolingMode_t mode =
+      s.kind == kernels::PoolKind::kMax ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+  return DTRAIN_CUDA_STATUS(cudnnSetPooling2dDescriptor(d.pool.d, mode, CUDNN_NOT_PROPAGATE_NAN, i32(s.kh),
+                                                        i32(s.kw), i32(p.pad_h), i32(p.pad_w), i32(s.sh),
+                                                        i32(s.sw)));
+}
+
+}  // namespace
+
+Status pool2d_forward(GpuDevice& dev, const kernels::Pool2dShape& s, const float* x, float* y) {
+  Result<DnnContext*> ctx = dnn_context(dev);
+  if (!ctx.ok()) return ctx.error();
+  std::lock_guard<std::mutex> lock((*ctx)->mu);
+  PoolDescs d;
+  if (Status st = make_pool_descs(s, d); !st.ok()) return st;
+  const float one = 1.0f, zero = 0.0f;
+  return DTRAIN_CUDA_STATUS(cudnnPoolingForward((*ctx)->handle, d.pool.d, &one, d.x.d, x, &zero, d.y.d, y));
+}
+
+Status pool2d_backward(GpuDevice& dev, const kernels::Pool2dShape& s, const float* x, const float* y,
+                       const float* dy, float* dx) {
+  Result<DnnContext*> ctx = dnn_context(dev);
+  if (!ctx.ok()) return ctx.error();
+  std::lock_guard<std::mutex> lock((*ctx)->mu);
+  PoolDescs d;
+  if (Status st = make_pool_descs(s, d); !st.ok()) return st;
+  const float one = 1.0f, zero = 0.0f;
+  return DTRAIN_CUDA_STATUS(
+      cudnnPoolingBackward((*ctx)->handle, d.pool.d, &one, d.y.d, y, d.y.d, dy, d.x.d, x, &zero, d.x.d, dx));
+}
+
+Status softmax_forward(GpuDevice& dev, int64_t rows, int64_t cols, const float* x, float* y) {
+  Result<DnnContext*> ctx = dnn_context(dev);
+  if (!ctx.ok()) return ctx.error();
+  std::lock_guard<std::mutex> lock((*ctx)->mu);
+  TensorDesc t;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&t.d));
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cudnnSetTensor4dDescriptor(t.d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, i32(rows), i32(cols), 1, 1));
+  const float one = 1.0f, zero = 0.0f;
+  return DTRAIN_CUDA_STATUS(cudnnSoftmaxForward((*ctx)->handle, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
+                                                &one, t.d, x, &zero, t.d, y));
+}
+
+}  // namespace dtrain::cuda

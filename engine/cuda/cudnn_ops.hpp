@@ -1,0 +1,70 @@
+// Convolution, pooling and softmax on the GPU through cuDNN: the GPU
+// counterparts of engine/kernels/conv.hpp, pool.hpp and the softmax of the
+// losses (softmax_rows.hpp), with the same shapes, NHWC activations and HWIO
+// weights, and the same explicit (possibly asymmetric, TensorFlow SAME)
+// padding. One cuDNN handle per GPU, bound to its compute stream; every call
+// queues its work there without waiting for it and takes workspace and
+// scratch (reordered weights, padded inputs) from the GPU's caching
+// allocator. Calls for one GPU are thread-safe (serialised on its lock).
+#pragma once
+
+#include <cstdint>
+
+#include "engine/cuda/device_context.hpp"
+#include "engine/cuda/matmul_lt.hpp"
+#include "engine/kernels/conv.hpp"
+#include "engine/kernels/pool.hpp"
+#include "engine/status.hpp"
+
+namespace dtrain::cuda {
+
+// How conv2d runs asymmetric padding (cuDNN takes one pad per dimension):
+// symmetric padding goes to cuDNN directly; otherwise the input is copied
+// into a zero-padded buffer and cuDNN runs with no padding. Plain arithmetic,
+// usable without a GPU.
+struct ConvPadPlan {
+  bool explicit_pad = false;  // copy x into a (n, padded_h, padded_w, ic) buffer
+  int64_t padded_h = 0, padded_w = 0;
+  int64_t pad_h = 0, pad_w = 0;  // what cuDNN is told
+};
+ConvPadPlan conv_pad_plan(const kernels::Conv2dShape& s);
+
+// Pooling padding for cuDNN, which takes one pad per dimension: the top and
+// left pads, supported when the windows they place give exactly s.oh x s.ow
+// outputs. The windows then start where the CPU's do, and any extra bottom or
+// right pad of SAME is never reached (padded positions count in neither max
+// nor average, so the results agree). supported = false otherwise.
+struct PoolPadPlan {
+  bool supported = false;
+  int64_t pad_h = 0, pad_w = 0;
+};
+PoolPadPlan pool_pad_plan(const kernels::Pool2dShape& s);
+
+// Shapes and layouts as engine/kernels/conv.hpp:
+//   x: (n, ih, iw, ic)   w: (kh, kw, ic, oc)   bias, db: (oc)   y, dy: (n, oh, ow, oc)
+// y = conv(x, w) [+ bias], then max(y, 0) when s.relu. bias may be null.
+// mode kFloat32 restricts cuDNN to FMA math (no TF32 tensor cores).
+Status conv2d_forward(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* w,
+                      const float* bias, float* y, MathMode mode);
+// dx (n, ih, iw, ic), overwritten.
+Status conv2d_backward_data(GpuDevice& dev, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
+                            MathMode mode);
+// dw (kh, kw, ic, oc) and db (oc, or null) overwritten.
+Status conv2d_backward_weights(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* dy,
+                               float* dw, float* db, MathMode mode);
+
+// Shapes as engine/kernels/pool.hpp: x, dx: (n, ih, iw, c); y, dy: (n, oh, ow, c).
+// Max pooling ignores padded positions; average pooling excludes them from
+// the count. Errors (kRuntime) for asymmetric padding that pool_pad_plan
+// cannot express.
+Status pool2d_forward(GpuDevice& dev, const kernels::Pool2dShape& s, const float* x, float* y);
+// Unlike the CPU, cuDNN recomputes the argmax from x and y (no workspace).
+// dx is overwritten.
+Status pool2d_backward(GpuDevice& dev, const kernels::Pool2dShape& s, const float* x, const float* y,
+                       const float* dy, float* dx);
+
+// y (rows, cols) = softmax of each row of x (rows, cols), accurate
+// (max-subtracted) as softmax_last_dim. y may be x.
+Status softmax_forward(GpuDevice& dev, int64_t rows, int64_t cols, const float* x, float* y);
+
+}  // namespace dtrain::cuda

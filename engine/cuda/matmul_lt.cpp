@@ -1,0 +1,247 @@
+// cuBLASLt matmul and the dense layer's GPU math (matmul_lt.hpp).
+#include "engine/cuda/matmul_lt.hpp"
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/cuda/check.hpp"
+#include "engine/cuda/runtime.hpp"
+
+namespace dtrain::cuda {
+namespace {
+
+// cuBLASLt's workspace per GPU: 32 MiB, NVIDIA's recommendation for Hopper.
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+// One GPU's cuBLASLt state. The handle and workspace serve every call on that
+// GPU's compute stream; mu_ serialises calls (the workspace is shared).
+struct LtContext {
+  std::mutex mu;
+  cublasLtHandle_t handle = nullptr;
+  CachedBuffer workspace;  // kWorkspaceBytes, on dev.compute
+  CachedBuffer ones;       // ones_n floats of 1.0, for column sums
+  int64_t ones_n = 0;
+};
+
+Result<LtContext*> lt_context(GpuDevice& dev) {
+  static std::mutex mu;
+  static auto* contexts = new std::map<int, std::unique_ptr<LtContext>>();  // never destroyed, like gpu_device()
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = contexts->find(dev.index);
+  if (it != contexts->end()) return it->second.get();
+  Result<DeviceGuard> guard = DeviceGuard::set(dev.index);
+  if (!guard.ok()) return guard.error();
+  auto ctx = std::make_unique<LtContext>();
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtCreate(&ctx->handle));
+  Result<CachedBuffer> ws = dev.allocator.allocate_buffer(kWorkspaceBytes, stream_id(dev.compute));
+  if (!ws.ok()) return ws.error();
+  ctx->workspace = std::move(*ws);
+  LtContext* raw = ctx.get();
+  contexts->emplace(dev.index, std::move(ctx));
+  return raw;
+}
+
+// Owning wrappers of the cuBLASLt descriptors of one call.
+struct OpDesc {
+  cublasLtMatmulDesc_t d = nullptr;
+  ~OpDesc() { if (d) cublasLtMatmulDescDestroy(d); }
+};
+struct LayoutDesc {
+  cublasLtMatrixLayout_t d = nullptr;
+  ~LayoutDesc() { if (d) cublasLtMatrixLayoutDestroy(d); }
+};
+struct PrefDesc {
+  cublasLtMatmulPreference_t d = nullptr;
+  ~PrefDesc() { if (d) cublasLtMatmulPreferenceDestroy(d); }
+};
+
+// The largest power of two (at most 256) dividing the address.
+uint32_t alignment(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 4 && a % align != 0) align /= 2;
+  return align;
+}
+
+std::string shape_text(const LtGemmPlan& p) {
+  return "column-major m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+         (p.trans_a ? " A^T" : "") + (p.trans_b ? " B^T" : "");
+}
+
+// Runs the column-major problem `p` with a' = our B, b' = our A. With
+// `unsupported` non-null, a missing algorithm is reported through *unsupported
+// (the caller falls back) instead of as an error.
+// REQUIRES: ctx.mu held.
+Status lt_matmul(GpuDevice& dev, LtContext& ctx, const LtGemmPlan& p, const float* a_prime, const float* b_prime,
+                 float* c, cublasLtEpilogue_t epilogue, const float* bias, MathMode mode, bool* unsupported) {
+  const cublasComputeType_t compute =
+      mode == MathMode::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  OpDesc op;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&op.d, compute, CUDA_R_32F));
+  const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  if (bias != nullptr) {
+    DTRAIN_CUDA_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  LayoutDesc la, lb, lc;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&la.d, CUDA_R_32F, static_cast<uint64_t>(p.a_rows),
+                                                         static_cast<uint64_t>(p.a_cols), p.lda));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&lb.d, CUDA_R_32F, static_cast<uint64_t>(p.b_rows),
+                                                         static_cast<uint64_t>(p.b_cols), p.ldb));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&lc.d, CUDA_R_32F, static_cast<uint64_t>(p.c_rows),
+                                                         static_cast<uint64_t>(p.c_cols), p.ldc));
+  PrefDesc pref;
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref.d));
+  const size_t ws = kWorkspaceBytes;
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cublasLtMatmulPreferenceSetAttribute(pref.d, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  // The heuristic otherwise assumes 256-byte aligned operands; tell it what
+  // these pointers guarantee so it never picks a kernel they would break.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> operands[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, a_prime},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, b_prime},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, c}};
+  for (const auto& [attr, ptr] : operands) {
+    const uint32_t align = alignment(ptr);
+    DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.d, attr, &align, sizeof(align)));
+  }
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t hs =
+      cublasLtMatmulAlgoGetHeuristic(ctx.handle, op.d, la.d, lb.d, lc.d, lc.d, pref.d, 1, &heuristic, &found);
+  if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    if (unsupported != nullptr) {
+      *unsupported = true;
+      return {};
+    }
+    return runtime_error("cuBLASLt has no algorithm for the matmul " + shape_text(p) + " on gpu:" +
+                         std::to_string(dev.index));
+  }
+  DTRAIN_CUDA_RETURN_IF_ERROR(hs);
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t ms = cublasLtMatmul(ctx.handle, op.d, &alpha, a_prime, la.d, b_prime, lb.d, &beta, c, lc.d, c,
+                                           lc.d, &heuristic.algo, ctx.workspace.get(), kWorkspaceBytes,
+                                           dev.compute.get());
+  if (ms == CUBLAS_STATUS_NOT_SUPPORTED && unsupported != nullptr) {
+    *unsupported = true;
+    return {};
+  }
+  return DTRAIN_CUDA_STATUS(ms);
+}
+
+cublasLtEpilogue_t lt_epilogue(Epilogue e) {
+  switch (e) {
+    case Epilogue::kBias: return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::kBiasRelu: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case Epilogue::kRelu: return CUBLASLT_EPILOGUE_RELU;
+    case Epilogue::kNone: break;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// A device vector of at least n ones on ctx, grown (with one synchronous
+// upload) only when a larger n is first seen. REQUIRES: ctx.mu held.
+Result<const float*> ones(GpuDevice& dev, LtContext& ctx, int64_t n) {
+  if (ctx.ones_n < n) {
+    ctx.ones.reset();
+    ctx.ones_n = 0;
+    Result<CachedBuffer> buf =
+        dev.allocator.allocate_buffer(static_cast<size_t>(n) * sizeof(float), stream_id(dev.compute));
+    if (!buf.ok()) return buf.error();
+    const std::vector<float> host(static_cast<size_t>(n), 1.0f);
+    if (Status s = copy_async(buf->get(), host.data(), host.size() * sizeof(float), dev.compute); !s.ok())
+      return s.error();
+    if (Status s = dev.compute.synchronize(); !s.ok()) return s.error();  // `host` dies here
+    ctx.ones = std::move(*buf);
+    ctx.ones_n = n;
+  }
+  return static_cast<const float*>(ctx.ones.floats());
+}
+
+}  // namespace
+
+LtGemmPlan plan_row_major(const kernels::MatmulShape& s) {
+  LtGemmPlan p;
+  p.m = s.n;
+  p.n = s.m;
+  p.k = s.k;
+  p.trans_a = s.trans_b;
+  p.trans_b = s.trans_a;
+  // Our B, row-major (K, N) is column-major (N, K); stored (N, K) it is column-major (K, N).
+  p.a_rows = s.trans_b ? s.k : s.n;
+  p.a_cols = s.trans_b ? s.n : s.k;
+  p.lda = p.a_rows;
+  // Our A, row-major (M, K) is column-major (K, M); stored (K, M) it is column-major (M, K).
+  p.b_rows = s.trans_a ? s.m : s.k;
+  p.b_cols = s.trans_a ? s.k : s.m;
+  p.ldb = p.b_rows;
+  p.c_rows = s.n;
+  p.c_cols = s.m;
+  p.ldc = s.n;
+  return p;
+}
+
+Status matmul(GpuDevice& dev, const kernels::MatmulShape& s, const float* a, const float* b, const float* bias,
+              float* c, Epilogue epilogue, MathMode mode) {
+  const bool wants_bias = epilogue == Epilogue::kBias || epilogue == Epilogue::kBiasRelu;
+  if (wants_bias != (bias != nullptr)) {
+    return runtime_error(std::string("cuda::matmul: the epilogue ") + (wants_bias ? "needs" : "takes no") +
+                         " bias vector");
+  }
+  Result<LtContext*> ctx = lt_context(dev);
+  if (!ctx.ok()) return ctx.error();
+  std::lock_guard<std::mutex> lock((*ctx)->mu);
+  return lt_matmul(dev, **ctx, plan_row_major(s), b, a, c, lt_epilogue(epilogue), bias, mode, nullptr);
+}
+
+Status dense_forward(GpuDevice& dev, const DenseShape& s, const float* x, const float* w, const float* b, bool relu,
+                     float* y, MathMode mode) {
+  const Epilogue e = b != nullptr ? (relu ? Epilogue::kBiasRelu : Epilogue::kBias)
+                                  : (relu ? Epilogue::kRelu : Epilogue::kNone);
+  return matmul(dev, kernels::MatmulShape{s.batch, s.units, s.in, false, false}, x, w, b, y, e, mode);
+}
+
+Status dense_backward_data(GpuDevice& dev, const DenseShape& s, const float* dy, const float* w, float* dx,
+                           MathMode mode) {
+  // dx (batch, in) = dy (batch, units) x w^T, w stored (in, units).
+  return matmul(dev, kernels::MatmulShape{s.batch, s.in, s.units, false, true}, dy, w, nullptr, dx, Epilogue::kNone,
+                mode);
+}
+
+Status dense_backward_weights(GpuDevice& dev, const DenseShape& s, const float* x, const float* dy, float* dw,
+                              float* db, MathMode mode) {
+  // dw (in, units) = x^T dy, x stored (batch, in). In the column-major plan
+  // cuBLASLt's A is dy as (units, batch) and k = batch, so BGRADA (the sum of
+  // A over k, one value per row of D) is exactly db.
+  const LtGemmPlan p = plan_row_major(kernels::MatmulShape{s.in, s.units, s.batch, true, false});
+  Result<LtContext*> ctx = lt_context(dev);
+  if (!ctx.ok()) return ctx.error();
+  std::lock_guard<std::mutex> lock((*ctx)->mu);
+  if (db == nullptr) return lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode, nullptr);
+  bool unsupported = false;
+  if (Status st = lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_BGRADA, db, mode, &unsupported); !st.ok())
+    return st;
+  if (!unsupported) return {};
+  if (Status st = lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode, nullptr); !st.ok())
+    return st;
+  // db (1, units) = ones (1, batch) x dy (batch, units).
+  Result<const float*> one = ones(dev, **ctx, s.batch);
+  if (!one.ok()) return one.error();
+  return lt_matmul(dev, **ctx, plan_row_major(kernels::MatmulShape{1, s.units, s.batch, false, false}), dy, *one, db,
+                   CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode, nullptr);
+}
+
+}  // namespace dtrain::cuda

@@ -1,0 +1,423 @@
+// The cuBLASLt matmul / dense math (engine/cuda/matmul_lt.hpp) and the cuDNN
+// conv2d, pooling and softmax (engine/cuda/cudnn_ops.hpp) against their CPU
+// counterparts (engine/kernels matmul, conv, pool; softmax_last_dim) on
+// random inputs. The GPU cases skip, saying why, without a GPU; the plan
+// cases (row-major -> column-major mapping, padding plans) run everywhere.
+//
+// Tolerances (check_close: |gpu - cpu| <= rtol |cpu| + 0.1 rtol max|cpu|):
+//  - float32 matmul and conv: rtol 1e-4. Both sides round each product
+//    correctly but sum in different orders and blockings, so sums of K terms
+//    differ by a few ulps of max|cpu|; 1e-4 leaves room for K up to ~1000.
+//  - TF32 matmul: rtol 2e-2 (inputs rounded to 10-bit mantissas, 2^-11 each).
+//  - max pooling forward: exact (it selects, never rounds).
+//  - average pooling, pooling backward, softmax: rtol 1e-5 (a different
+//    summation order or a reciprocal multiply: a few ulps).
+#include <doctest.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/cudnn_ops.hpp"
+#include "engine/cuda/eltwise.hpp"
+#include "engine/cuda/matmul_lt.hpp"
+#include "engine/kernels/conv.hpp"
+#include "engine/kernels/matmul.hpp"
+#include "engine/kernels/padding.hpp"
+#include "engine/kernels/pool.hpp"
+#include "engine/layers/conv2d.hpp"
+#include "engine/layers/dense.hpp"
+#include "engine/layers/pool2d.hpp"
+#include "engine/losses/softmax_rows.hpp"
+#include "tests/cuda/gpu_test_util.hpp"
+#include "tests/engine/layers/layer_test_util.hpp"
+
+namespace dtrain::cuda {
+namespace {
+
+using gputest::DeviceArray;
+using dtrain::test::check_close;
+using dtrain::test::random_tensor;
+
+constexpr double kMatmulRtol = 1e-4, kTf32Rtol = 2e-2, kConvRtol = 1e-4;
+constexpr double kAvgPoolRtol = 1e-5, kPoolBackwardRtol = 1e-5, kSoftmaxRtol = 1e-5;
+
+void require_ok(const Status& s) { REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().message)); }
+
+Tensor from_gpu(const DeviceArray& a, const Shape& shape) { return Tensor::from(shape, a.download()); }
+
+kernels::Conv2dShape conv_shape(int64_t n, int64_t ih, int64_t iw, int64_t ic, int64_t oc, int64_t k, int64_t stride,
+                                int64_t dilation, bool same, bool relu) {
+  const kernels::Window1d h = kernels::window_1d(ih, k, stride, dilation, same);
+  const kernels::Window1d w = kernels::window_1d(iw, k, stride, dilation, same);
+  kernels::Conv2dShape s;
+  s.n = n, s.ih = ih, s.iw = iw, s.ic = ic, s.oh = h.out, s.ow = w.out, s.oc = oc, s.kh = k, s.kw = k;
+  s.sh = s.sw = stride;
+  s.dh = s.dw = dilation;
+  s.pad_top = h.pad_before, s.pad_bottom = h.pad_after, s.pad_left = w.pad_before, s.pad_right = w.pad_after;
+  s.relu = relu;
+  return s;
+}
+
+kernels::Pool2dShape pool_shape(kernels::PoolKind kind, int64_t n, int64_t ih, int64_t iw, int64_t c, int64_t k,
+                                int64_t stride, bool same) {
+  const kernels::Window1d h = kernels::window_1d(ih, k, stride, 1, same);
+  const kernels::Window1d w = kernels::window_1d(iw, k, stride, 1, same);
+  kernels::Pool2dShape s;
+  s.kind = kind, s.n = n, s.ih = ih, s.iw = iw, s.c = c, s.oh = h.out, s.ow = w.out, s.kh = s.kw = k;
+  s.sh = s.sw = stride;
+  s.pad_top = h.pad_before, s.pad_bottom = h.pad_after, s.pad_left = w.pad_before, s.pad_right = w.pad_after;
+  return s;
+}
+
+// ---- Runs everywhere: the host arithmetic the GPU paths rely on. ----
+
+TEST_CASE("cuda blas plan: the column-major cuBLASLt problem equals the CPU row-major matmul") {
+  // Evaluates the plan with a naive column-major GEMM on the host (a' = our
+  // B, b' = our A, as matmul() passes them) and compares with kernels::matmul.
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      const kernels::MatmulShape s{7, 5, 9, ta, tb};
+      const Tensor a = random_tensor({s.m * s.k}, 1), b = random_tensor({s.k * s.n}, 2);
+      Tensor want({s.m, s.n});
+      kernels::matmul(s, a.data(), b.data(), nullptr, want.data());
+      const LtGemmPlan p = plan_row_major(s);
+      CHECK(p.c_rows == s.n);
+      CHECK(p.c_cols == s.m);
+      Tensor got({s.m, s.n});
+      for (int64_t i = 0; i < p.m; ++i) {
+        for (int64_t j = 0; j < p.n; ++j) {
+          double acc = 0.0;
+          for (int64_t l = 0; l < p.k; ++l) {
+            const float av = p.trans_a ? b[l + i * p.lda] : b[i + l * p.lda];  // op(A')(i, l)
+            const float bv = p.trans_b ? a[j + l * p.ldb] : a[l + j * p.ldb];  // op(B')(l, j)
+            acc += static_cast<double>(av) * bv;
+          }
+          got[i + j * p.ldc] = static_cast<float>(acc);
+        }
+      }
+      check_close(got, want, 1e-5, "plan_row_major");
+    }
+  }
+}
+
+TEST_CASE("cuda dnn plan: conv padding goes to cuDNN when symmetric, else into an explicitly padded input") {
+  const kernels::Conv2dShape sym = conv_shape(2, 8, 8, 3, 4, 3, 1, 1, true, false);
+  const ConvPadPlan ps = conv_pad_plan(sym);
+  CHECK_FALSE(ps.explicit_pad);
+  CHECK(ps.pad_h == 1);
+  CHECK(ps.pad_w == 1);
+  CHECK(ps.padded_h == 8);
+  // SAME, stride 2 on an even input: pad 0 above, 1 below.
+  const kernels::Conv2dShape asym = conv_shape(2, 8, 6, 3, 4, 3, 2, 1, true, false);
+  REQUIRE(asym.pad_top == 0);
+  REQUIRE(asym.pad_bottom == 1);
+  const ConvPadPlan pa = conv_pad_plan(asym);
+  CHECK(pa.explicit_pad);
+  CHECK(pa.pad_h == 0);
+  CHECK(pa.pad_w == 0);
+  CHECK(pa.padded_h == 9);
+  CHECK(pa.padded_w == 7);
+  // The plan's meaning, on the CPU: the unpadded convolution of the
+  // zero-padded input equals the asymmetric one (tolerance 1e-5: same kernel,
+  // only the padding differs).
+  const Tensor x = random_tensor({asym.n, asym.ih, asym.iw, asym.ic}, 5);
+  const Tensor w = random_tensor({asym.kh, asym.kw, asym.ic, asym.oc}, 6);
+  Tensor xp({asym.n, pa.padded_h, pa.padded_w, asym.ic});
+  for (int64_t n = 0; n < asym.n; ++n)
+    for (int64_t h = 0; h < asym.ih; ++h)
+      for (int64_t c = 0; c < asym.iw * asym.ic; ++c)
+        xp[((n * pa.padded_h + h + asym.pad_top) * pa.padded_w + asym.pad_left) * asym.ic + c] =
+            x[(n * asym.ih + h) * asym.iw * asym.ic + c];
+  kernels::Conv2dShape unpadded = asym;
+  unpadded.ih = pa.padded_h, unpadded.iw = pa.padded_w;
+  unpadded.pad_top = unpadded.pad_bottom = unpadded.pad_left = unpadded.pad_right = 0;
+  Tensor want({asym.n, asym.oh, asym.ow, asym.oc}), got({asym.n, asym.oh, asym.ow, asym.oc});
+  kernels::conv2d_forward(asym, x.data(), w.data(), nullptr, want.data());
+  kernels::conv2d_forward(unpadded, xp.data(), w.data(), nullptr, got.data());
+  check_close(got, want, 1e-5, "explicitly padded conv");
+}
+
+TEST_CASE("cuda dnn plan: pooling padding cuDNN can express") {
+  using kernels::PoolKind;
+  const PoolPadPlan valid = pool_pad_plan(pool_shape(PoolKind::kMax, 1, 28, 28, 1, 2, 2, false));
+  CHECK(valid.supported);
+  CHECK(valid.pad_h == 0);
+  const PoolPadPlan same_sym = pool_pad_plan(pool_shape(PoolKind::kAvg, 1, 28, 28, 1, 3, 1, true));
+  CHECK(same_sym.supported);
+  CHECK(same_sym.pad_h == 1);
+  CHECK(same_sym.pad_w == 1);
+  // SAME 3x3 stride 2 on 32: pads 0 / 1 and 16 outputs; top pad 0 gives 15.
+  CHECK_FALSE(pool_pad_plan(pool_shape(PoolKind::kMax, 1, 32, 32, 1, 3, 2, true)).supported);
+}
+
+// ---- Needs a GPU. ----
+
+TEST_CASE("cuda blas: matmul equals the CPU matmul for every transpose, with and without bias") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      for (const bool with_bias : {false, true}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(with_bias);
+        const kernels::MatmulShape s{67, 45, 129, ta, tb};
+        const Tensor a = random_tensor({s.m * s.k}, 11), b = random_tensor({s.k * s.n}, 12);
+        const Tensor bias = random_tensor({s.n}, 13);
+        Tensor want({s.m, s.n});
+        kernels::matmul(s, a.data(), b.data(), with_bias ? bias.data() : nullptr, want.data());
+        DeviceArray da(a), db(b), dbias(bias), dc(s.m * s.n);
+        require_ok(matmul(dev, s, da.data(), db.data(), with_bias ? dbias.data() : nullptr, dc.data(),
+                          with_bias ? Epilogue::kBias : Epilogue::kNone, MathMode::kFloat32));
+        check_close(from_gpu(dc, {s.m, s.n}), want, kMatmulRtol, "matmul");
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda blas: dense forward (bias + relu epilogue) and backward equal the CPU math") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  const DenseShape s{64, 100, 37};
+  const Tensor x = random_tensor({s.batch, s.in}, 21), w = random_tensor({s.in, s.units}, 22, 0.1f);
+  const Tensor b = random_tensor({s.units}, 23), dy = random_tensor({s.batch, s.units}, 24);
+  DeviceArray dx_in(x), dw_in(w), db_in(b), ddy(dy);
+
+  Tensor y({s.batch, s.units});
+  kernels::matmul({s.batch, s.units, s.in, false, false}, x.data(), w.data(), b.data(), y.data());
+  Tensor y_relu = y;
+  for (int64_t i = 0; i < y_relu.numel(); ++i) y_relu[i] = y_relu[i] > 0.0f ? y_relu[i] : 0.0f;
+  for (const bool relu : {false, true}) {
+    CAPTURE(relu);
+    DeviceArray dyout(s.batch * s.units);
+    require_ok(dense_forward(dev, s, dx_in.data(), dw_in.data(), db_in.data(), relu, dyout.data(), MathMode::kFloat32));
+    check_close(from_gpu(dyout, {s.batch, s.units}), relu ? y_relu : y, kMatmulRtol, "dense forward");
+  }
+
+  Tensor dx_want({s.batch, s.in});
+  kernels::matmul({s.batch, s.in, s.units, false, true}, dy.data(), w.data(), nullptr, dx_want.data());
+  DeviceArray ddx(s.batch * s.in);
+  require_ok(dense_backward_data(dev, s, ddy.data(), dw_in.data(), ddx.data(), MathMode::kFloat32));
+  check_close(from_gpu(ddx, {s.batch, s.in}), dx_want, kMatmulRtol, "dense dx");
+
+  Tensor dw_want({s.in, s.units}), db_want({s.units});
+  kernels::matmul({s.in, s.units, s.batch, true, false}, x.data(), dy.data(), nullptr, dw_want.data());
+  for (int64_t j = 0; j < s.units; ++j) {
+    double acc = 0.0;
+    for (int64_t r = 0; r < s.batch; ++r) acc += dy[r * s.units + j];
+    db_want[j] = static_cast<float>(acc);
+  }
+  DeviceArray ddw(s.in * s.units), ddb(s.units);
+  require_ok(dense_backward_weights(dev, s, dx_in.data(), ddy.data(), ddw.data(), ddb.data(), MathMode::kFloat32));
+  check_close(from_gpu(ddw, {s.in, s.units}), dw_want, kMatmulRtol, "dense dw");
+  check_close(from_gpu(ddb, {s.units}), db_want, kMatmulRtol, "dense db");
+  // Without db: dw alone.
+  DeviceArray ddw2(s.in * s.units);
+  require_ok(dense_backward_weights(dev, s, dx_in.data(), ddy.data(), ddw2.data(), nullptr, MathMode::kFloat32));
+  check_close(from_gpu(ddw2, {s.in, s.units}), dw_want, kMatmulRtol, "dense dw without db");
+}
+
+TEST_CASE("cuda blas: TF32 matmul stays within TF32 rounding of the CPU") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  const kernels::MatmulShape s{128, 96, 256, false, false};
+  const Tensor a = random_tensor({s.m * s.k}, 31), b = random_tensor({s.k * s.n}, 32);
+  Tensor want({s.m, s.n});
+  kernels::matmul(s, a.data(), b.data(), nullptr, want.data());
+  DeviceArray da(a), db(b), dc(s.m * s.n);
+  require_ok(matmul(gputest::gpu0(), s, da.data(), db.data(), nullptr, dc.data(), Epilogue::kNone, MathMode::kTf32));
+  check_close(from_gpu(dc, {s.m, s.n}), want, kTf32Rtol, "tf32 matmul");
+}
+
+TEST_CASE("cuda dnn: conv2d forward, backward data and backward weights equal the CPU conv") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  struct Case {
+    const char* name;
+    kernels::Conv2dShape s;
+  };
+  const Case cases[] = {
+      {"same 3x3 stride 1 (symmetric pad), relu", conv_shape(4, 12, 10, 3, 8, 3, 1, 1, true, true)},
+      {"same 3x3 stride 2 on even input (asymmetric pad)", conv_shape(3, 14, 16, 5, 6, 3, 2, 1, true, false)},
+      {"same 2x2 stride 1 (pad only below/right)", conv_shape(2, 9, 7, 4, 5, 2, 1, 1, true, false)},
+      {"valid 5x5 dilation 2", conv_shape(2, 17, 15, 3, 7, 5, 1, 2, false, false)},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const kernels::Conv2dShape& s = c.s;
+    const Shape xs{s.n, s.ih, s.iw, s.ic}, ws{s.kh, s.kw, s.ic, s.oc}, ys{s.n, s.oh, s.ow, s.oc};
+    const Tensor x = random_tensor(xs, 41), w = random_tensor(ws, 42, 0.2f), bias = random_tensor({s.oc}, 43);
+    const Tensor dy = random_tensor(ys, 44);
+    DeviceArray gx(x), gw(w), gb(bias), gdy(dy);
+
+    Tensor y(ys);
+    kernels::conv2d_forward(s, x.data(), w.data(), bias.data(), y.data());
+    DeviceArray gy(y.numel());
+    require_ok(conv2d_forward(dev, s, gx.data(), gw.data(), gb.data(), gy.data(), MathMode::kFloat32));
+    check_close(from_gpu(gy, ys), y, kConvRtol, "conv2d forward");
+
+    Tensor dx(xs);
+    kernels::conv2d_backward_data(s, dy.data(), w.data(), dx.data());
+    DeviceArray gdx(x.numel());
+    require_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), MathMode::kFloat32));
+    check_close(from_gpu(gdx, xs), dx, kConvRtol, "conv2d backward data");
+
+    Tensor dw(ws), db({s.oc});
+    kernels::conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), db.data());
+    DeviceArray gdw(w.numel()), gdb(s.oc);
+    require_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), MathMode::kFloat32));
+    check_close(from_gpu(gdw, ws), dw, kConvRtol, "conv2d backward weights");
+    check_close(from_gpu(gdb, {s.oc}), db, kConvRtol, "conv2d backward bias");
+  }
+}
+
+TEST_CASE("cuda dnn: max and average pooling forward and backward equal the CPU pooling") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  using kernels::PoolKind;
+  const kernels::Pool2dShape cases[] = {
+      pool_shape(PoolKind::kMax, 3, 12, 10, 5, 2, 2, false),
+      pool_shape(PoolKind::kMax, 2, 9, 11, 4, 3, 1, true),
+      pool_shape(PoolKind::kAvg, 3, 12, 10, 5, 2, 2, false),
+      pool_shape(PoolKind::kAvg, 2, 9, 11, 4, 3, 1, true),
+  };
+  for (const kernels::Pool2dShape& s : cases) {
+    CAPTURE(s.kind == PoolKind::kMax);
+    CAPTURE(s.kh);
+    const Shape xs{s.n, s.ih, s.iw, s.c}, ys{s.n, s.oh, s.ow, s.c};
+    // Distinct values: no ties, so both sides pick the same max.
+    const Tensor x = dtrain::test::distinct_tensor(xs, 51), dy = random_tensor(ys, 52);
+    std::vector<std::max_align_t> workspace(kernels::pool2d_workspace_bytes(s) / sizeof(std::max_align_t) + 1);
+    Tensor y(ys), dx(xs);
+    kernels::pool2d_forward(s, x.data(), y.data(), workspace.data());
+    kernels::pool2d_backward(s, dy.data(), dx.data(), workspace.data());
+
+    DeviceArray gx(x), gy(y.numel()), gdy(dy), gdx(x.numel());
+    require_ok(pool2d_forward(dev, s, gx.data(), gy.data()));
+    const std::vector<float> got_y = gy.download();
+    if (s.kind == PoolKind::kMax) {
+      CHECK_MESSAGE(gputest::same_bits(got_y, y.to_vector()), "max pooling forward differs from the CPU");
+    } else {
+      check_close(Tensor::from(ys, got_y), y, kAvgPoolRtol, "avg pooling forward");
+    }
+    require_ok(pool2d_backward(dev, s, gx.data(), gy.data(), gdy.data(), gdx.data()));
+    check_close(from_gpu(gdx, xs), dx, kPoolBackwardRtol, "pooling backward");
+  }
+}
+
+TEST_CASE("cuda dnn: pooling padding cuDNN cannot express fails loudly") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  const kernels::Pool2dShape s = pool_shape(kernels::PoolKind::kMax, 1, 32, 32, 1, 3, 2, true);
+  DeviceArray x(32 * 32), y(s.oh * s.ow);
+  const Status st = pool2d_forward(gputest::gpu0(), s, x.data(), y.data());
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message ==
+        "pool2d on the GPU: padding top 0 bottom 1, left 0 right 1 needs asymmetric windows that cuDNN's pooling "
+        "cannot express (not implemented)");
+}
+
+TEST_CASE("cuda dnn: softmax forward equals the CPU softmax of the losses") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  for (const int64_t cols : {int64_t{10}, int64_t{1000}}) {
+    CAPTURE(cols);
+    const int64_t rows = 77;
+    const Tensor logits = random_tensor({rows, cols}, 61, 4.0f);
+    const Tensor want = softmax_last_dim(logits);
+    DeviceArray gx(logits), gy(rows * cols);
+    require_ok(softmax_forward(gputest::gpu0(), rows, cols, gx.data(), gy.data()));
+    check_close(from_gpu(gy, {rows, cols}), want, kSoftmaxRtol, "softmax");
+  }
+}
+
+// The layers' own forward and backward (shapes from build(), params from
+// make_params) against the GPU calls a GPU layer would make: catches a
+// mismatch of layouts or padding between the layer and the wrapper.
+TEST_CASE("cuda blas/dnn: the dense, conv2d (fused relu) and max-pool layers equal their GPU composition") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  const cudaStream_t stream = dev.compute.get();
+
+  SUBCASE("dense") {
+    Dense layer(29, true, InitializerSpec{}, InitializerSpec{"zeros", 0.0f});
+    REQUIRE(layer.build({41}).ok());
+    std::vector<Tensor> params = dtrain::test::make_params(layer, 71);
+    params[1] = random_tensor({29}, 72);
+    const DenseShape s{33, 41, 29};
+    const Tensor x = random_tensor({s.batch, s.in}, 73), dy = random_tensor({s.batch, s.units}, 74);
+    Tensor y;
+    LayerCache cache;
+    layer.forward({}, params, x, y, cache);
+    std::vector<Tensor> grads{Tensor(params[0].shape()), Tensor(params[1].shape())};
+    Tensor dx(x.shape());
+    layer.backward({}, params, grads, x, y, dy, &dx, cache);
+
+    DeviceArray gx(x), gw(params[0]), gb(params[1]), gdy(dy), gy(y.numel()), gdx(x.numel()), gdw(params[0].numel()),
+        gdb(s.units);
+    require_ok(dense_forward(dev, s, gx.data(), gw.data(), gb.data(), false, gy.data(), MathMode::kFloat32));
+    require_ok(dense_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), MathMode::kFloat32));
+    require_ok(dense_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), MathMode::kFloat32));
+    check_close(from_gpu(gy, y.shape()), y, kMatmulRtol, "dense layer y");
+    check_close(from_gpu(gdx, x.shape()), dx, kMatmulRtol, "dense layer dx");
+    check_close(from_gpu(gdw, grads[0].shape()), grads[0], kMatmulRtol, "dense layer dkernel");
+    check_close(from_gpu(gdb, grads[1].shape()), grads[1], kMatmulRtol, "dense layer dbias");
+  }
+
+  SUBCASE("conv2d, SAME, stride 2, fused relu") {
+    Conv2dOptions o;
+    o.filters = 6;
+    o.kernel = {3, 3};
+    o.strides = {2, 2};
+    o.same = true;
+    Conv2D layer(o);
+    REQUIRE(layer.fuse_activation("relu"));
+    REQUIRE(layer.build({14, 12, 4}).ok());
+    std::vector<Tensor> params = dtrain::test::make_params(layer, 81);
+    params[1] = random_tensor({6}, 82);
+    const kernels::Conv2dShape s = conv_shape(3, 14, 12, 4, 6, 3, 2, 1, true, true);
+    const Tensor x = random_tensor({s.n, s.ih, s.iw, s.ic}, 83), dy = random_tensor({s.n, s.oh, s.ow, s.oc}, 84);
+    Tensor y;
+    LayerCache cache;
+    layer.forward({}, params, x, y, cache);
+    REQUIRE(y.shape() == Shape{s.n, s.oh, s.ow, s.oc});
+    std::vector<Tensor> grads{Tensor(params[0].shape()), Tensor(params[1].shape())};
+    Tensor dx(x.shape());
+    layer.backward({}, params, grads, x, y, dy, &dx, cache);
+
+    DeviceArray gx(x), gw(params[0]), gb(params[1]), gdy(dy), gy(y.numel()), gdx(x.numel()), gdw(params[0].numel()),
+        gdb(s.oc);
+    require_ok(conv2d_forward(dev, s, gx.data(), gw.data(), gb.data(), gy.data(), MathMode::kFloat32));
+    // The fused relu's backward: dy masked by y > 0 (the layer's rule), then the conv.
+    require_ok(relu_backward(gy.data(), gdy.data(), gdy.data(), dy.numel(), stream));
+    require_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), MathMode::kFloat32));
+    require_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), MathMode::kFloat32));
+    check_close(from_gpu(gy, y.shape()), y, kConvRtol, "conv2d layer y");
+    check_close(from_gpu(gdx, x.shape()), dx, kConvRtol, "conv2d layer dx");
+    check_close(from_gpu(gdw, grads[0].shape()), grads[0], kConvRtol, "conv2d layer dkernel");
+    check_close(from_gpu(gdb, grads[1].shape()), grads[1], kConvRtol, "conv2d layer dbias");
+  }
+
+  SUBCASE("max_pool2d, 2x2 stride 2") {
+    Pool2D layer({kernels::PoolKind::kMax, {2, 2}, {2, 2}, false});
+    REQUIRE(layer.build({10, 8, 3}).ok());
+    const kernels::Pool2dShape s = pool_shape(kernels::PoolKind::kMax, 2, 10, 8, 3, 2, 2, false);
+    const Tensor x = dtrain::test::distinct_tensor({s.n, s.ih, s.iw, s.c}, 91);
+    const Tensor dy = random_tensor({s.n, s.oh, s.ow, s.c}, 92);
+    Tensor y;
+    LayerCache cache;
+    std::vector<Tensor> no_params, no_grads;
+    layer.forward({}, no_params, x, y, cache);
+    Tensor dx(x.shape());
+    layer.backward({}, no_params, no_grads, x, y, dy, &dx, cache);
+
+    DeviceArray gx(x), gy(y.numel()), gdy(dy), gdx(x.numel());
+    require_ok(pool2d_forward(dev, s, gx.data(), gy.data()));
+    require_ok(pool2d_backward(dev, s, gx.data(), gy.data(), gdy.data(), gdx.data()));
+    CHECK_MESSAGE(gputest::same_bits(gy.download(), y.to_vector()), "max_pool2d layer y differs");
+    check_close(from_gpu(gdx, x.shape()), dx, kPoolBackwardRtol, "max_pool2d layer dx");
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::cuda
