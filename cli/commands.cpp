@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -22,6 +24,20 @@
 
 namespace dtrain::cli {
 namespace {
+
+// A stop signal can reach a training task after it has already stopped: dtrain
+// launch and --remote-cluster pass one to every task, and a task may have
+// stopped first on a peer's word. While the task finishes (its checkpoint is
+// saved, it leaves the cluster), one such late signal is ignored; a second
+// ends the process at once. Training itself handles signals in the Estimator,
+// which puts this handler back when it returns.
+std::atomic<int> g_late_signals{0};
+extern "C" void on_late_signal(int sig) {
+  if (g_late_signals.fetch_add(1) >= 1) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
 
 int fail(const Error& e) {
   std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
@@ -192,6 +208,10 @@ int run_train(const Args& a) {
   if (!est) {
     if (cluster && training_task) cluster->client().report_error(est.error().message);
     return fail(est.error());
+  }
+  if (training_task) {
+    std::signal(SIGINT, on_late_signal);
+    std::signal(SIGTERM, on_late_signal);
   }
   Status s = training_task ? (*est)->train(!a.no_eval) : (*est)->evaluate_continuously();
   if (!s) {
