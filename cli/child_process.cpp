@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -103,6 +104,33 @@ int free_port(bool loopback_only) {
   ::close(fd);
   return port;
 }
+
+namespace {
+std::atomic<int> g_last_signal{0};
+std::atomic<int> g_signal_count{0};
+extern "C" void on_watcher_stop_signal(int sig) {
+  g_last_signal.store(sig);
+  g_signal_count.fetch_add(1);
+}
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_last_signal.store(0);
+  g_signal_count.store(0);
+  struct sigaction sa {};
+  sa.sa_handler = on_watcher_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int_);
+  sigaction(SIGTERM, &sa, &old_term_);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &old_int_, nullptr);
+  sigaction(SIGTERM, &old_term_, nullptr);
+}
+
+int StopSignals::last() const { return g_last_signal.load(); }
+int StopSignals::count() const { return g_signal_count.load(); }
 
 std::string self_exe() {
   char buf[4096];

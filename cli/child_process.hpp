@@ -2,6 +2,7 @@
 // its output on pipes, read that output line by line, and reap it.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <functional>
@@ -38,6 +39,23 @@ std::optional<int> try_reap(pid_t pid);
 // another process could take it before the task binds it, which the task
 // then reports).
 int free_port(bool loopback_only);
+
+// Catches SIGINT and SIGTERM while it lives, remembering the last one and
+// counting them, and puts the previous handlers back when destroyed. For the
+// commands that watch other processes (launch, server, --remote-cluster) and
+// decide themselves what a signal means. One at a time per process.
+class StopSignals {
+ public:
+  StopSignals();
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int last() const;   // the last signal caught; 0 when none
+  int count() const;  // how many were caught
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
 
 // This executable's path (/proc/self/exe), for starting more dtrain processes.
 std::string self_exe();

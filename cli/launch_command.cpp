@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -18,8 +17,6 @@
 namespace dtrain::cli {
 namespace {
 
-std::atomic<int> g_forward_signal{0};
-extern "C" void on_launch_signal(int sig) { g_forward_signal.store(sig); }
 
 struct Task {
   std::string type;
@@ -74,13 +71,7 @@ int run_launch(const LaunchArgs& a) {
     cluster[tasks[i].type].push_back(tasks[i].address);
   }
 
-  g_forward_signal.store(0);
-  struct sigaction sa {};
-  sa.sa_handler = on_launch_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  StopSignals signals;
 
   const std::string exe = self_exe();
   std::fprintf(stderr, "dtrain launch: %zu tasks on 127.0.0.1: %s\n", tasks.size(), cluster.dump().c_str());
@@ -100,7 +91,7 @@ int run_launch(const LaunchArgs& a) {
 
   int first_failure = 0, forwarded = 0;
   for (;;) {
-    if (const int sig = g_forward_signal.load(); sig != 0 && sig != forwarded) {
+    if (const int sig = signals.last(); sig != 0 && sig != forwarded) {
       for (Task& t : tasks) {
         if (t.exit_code < 0) ::kill(t.child.pid, sig);
       }
@@ -153,8 +144,6 @@ int run_launch(const LaunchArgs& a) {
     });
     if (!running && !open_pipes) break;
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (first_failure == 0) std::fprintf(stderr, "dtrain launch: all %zu tasks finished\n", tasks.size());
   return first_failure;
 }

@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "cli/child_process.hpp"
 #include "config_schema/did_you_mean.hpp"
 #include "engine/version.hpp"
 #include "task_server.grpc.pb.h"
@@ -25,13 +26,6 @@ namespace dtrain::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::atomic<int> g_client_signal{0};
-std::atomic<int> g_client_signals{0};
-extern "C" void on_client_signal(int sig) {
-  g_client_signal.store(sig);
-  g_client_signals.fetch_add(1);
-}
 
 const std::vector<std::string> kTaskTypes = {"chief", "worker", "ps", "evaluator"};
 
@@ -200,17 +194,9 @@ int run_remote_cluster(const RemoteRun& run) {
   const std::string cluster = remote_cluster_json(run.tasks, ports);
   std::fprintf(stderr, "dtrain: remote cluster of %zu tasks: %s\n", remotes.size(), cluster.c_str());
 
-  g_client_signal.store(0);
-  g_client_signals.store(0);
-  struct sigaction sa {};
-  sa.sa_handler = on_client_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
+  StopSignals signals;
 
   std::mutex codes_mu;
-  std::vector<std::string> failures;  // in the order they happened
   int first_failure = 0;
   for (auto& rp : remotes) {
     Remote* r = rp.get();
@@ -257,9 +243,9 @@ int run_remote_cluster(const RemoteRun& run) {
     bool all_done = true;
     for (const auto& r : remotes) all_done = all_done && r->done.load();
     if (all_done) break;
-    const int signals = g_client_signals.load();
-    if (signals >= 1 && forwarded == 0) {
-      forwarded = g_client_signal.load();
+    const int caught = signals.count();
+    if (caught >= 1 && forwarded == 0) {
+      forwarded = signals.last();
       print_line(stderr, "", fmt::format("dtrain: interrupted (signal {}); stopping the remote tasks (again to drop "
                                          "them at once)",
                                          forwarded));
@@ -274,15 +260,13 @@ int run_remote_cluster(const RemoteRun& run) {
         r->stub->Stop(&ctx, req, &resp);
       }
     }
-    if (signals >= 2 && !cancelled) {
+    if (caught >= 2 && !cancelled) {
       cancelled = true;
       for (auto& r : remotes) r->run_ctx.TryCancel();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (auto& r : remotes) r->reader.join();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
   if (cancelled) return 128 + forwarded;
   if (first_failure == 0) std::fprintf(stderr, "dtrain: remote cluster: all %zu tasks finished\n", remotes.size());
   return first_failure;

@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -30,9 +29,6 @@ using Clock = std::chrono::steady_clock;
 // A reservation not followed by Run within this is dropped (the client died
 // between the two calls).
 constexpr std::chrono::seconds kReservationLifetime{120};
-
-std::atomic<int> g_server_signal{0};
-extern "C" void on_server_signal(int sig) { g_server_signal.store(sig); }
 
 std::string new_token() {
   std::random_device rd;
@@ -281,16 +277,11 @@ int run_task_server(const ServerArgs& args) {
                  args.host.c_str(), args.port);
     return static_cast<int>(ExitCode::kCluster);
   }
-  g_server_signal.store(0);
-  struct sigaction sa {};
-  sa.sa_handler = on_server_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  StopSignals signals;
   log_line(fmt::format("waiting for work on {}:{} (dtrain {}, pid {}{})", args.host, port, kDtrainVersion, ::getpid(),
                        args.once ? ", one job" : ""));
   int sig = 0;
-  while ((sig = g_server_signal.load()) == 0) {
+  while ((sig = signals.last()) == 0) {
     if (service.wait_done(std::chrono::milliseconds(200))) break;
   }
   if (sig != 0) {

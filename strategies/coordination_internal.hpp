@@ -18,12 +18,9 @@ using Clock = std::chrono::steady_clock;
 // long (or the heartbeat interval if shorter); the client then asks again.
 constexpr std::chrono::milliseconds kMaxPoll{1000};
 
-using rpc_time::format_secs;
-using rpc_time::grpc_time;
-using rpc_time::ms_until;
-using rpc_time::pause_connecting;
-using rpc_time::to_duration;
-using rpc_time::transport_failure;
+// The shared RPC time helpers (format_secs, grpc_time, ms_until, pause_connecting,
+// to_duration, transport_failure).
+using namespace rpc_time;
 // options.heartbeat_secs, or timeout_secs / 10 clamped to [0.2, 5] when 0.
 double heartbeat_interval(const CoordinationOptions& options);
 // "a, b and c"

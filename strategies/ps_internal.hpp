@@ -28,11 +28,8 @@ Result<Tensor> from_proto(const ps::Tensor& t);
 void copy_payload(const ps::Tensor& t, Tensor& dst);
 int64_t payload_bytes(const ps::Tensor& t);
 
-using rpc_time::format_secs;
-using rpc_time::grpc_time;
-using rpc_time::ms_until;
-using rpc_time::pause_connecting;
-using rpc_time::to_duration;
-using rpc_time::transport_failure;
+// The shared RPC time helpers (format_secs, grpc_time, ms_until, pause_connecting,
+// to_duration, transport_failure).
+using namespace rpc_time;
 
 }  // namespace dtrain::ps_internal
