@@ -1,0 +1,30 @@
+// float32 <-> bfloat16 conversion on the CPU: bulk casts for kernel operands
+// and constexpr scalar helpers for tests and host code. A bf16 value is a
+// uint16_t bit pattern, the high half of the float32 it stands for.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+namespace dtrain::kernels {
+
+// Rounds to nearest, ties to even. NaN stays NaN (quieted, sign kept), +-inf
+// stays +-inf, finite values beyond bf16's largest round to +-inf, denormals
+// are rounded like any other value (never flushed to zero).
+constexpr uint16_t float_to_bf16(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// Exact (every bf16 value is a float32 value).
+constexpr float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+// y[i] = float_to_bf16(x[i]) for i in [0, n), bit for bit.
+// REQUIRES: x and y do not overlap. Runs on the calling thread (no OpenMP: the
+// loop is memory-bound and AVX-512 vectorised; see cast.cpp). Thread-safe.
+void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n);
+// y[i] = bf16_to_float(x[i]) for i in [0, n). REQUIRES and threading as above.
+void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+
+}  // namespace dtrain::kernels
