@@ -1,9 +1,11 @@
-// Row-major float32 matrix multiply on the CPU through oneDNN's matmul
-// primitive (bias fused). Transposed operands are read in place through
-// strides, never copied.
+// Row-major matrix multiply on the CPU through oneDNN's matmul primitive
+// (bias fused), float32 or bfloat16 operands with float32 accumulation.
+// Transposed operands are read in place through strides, never copied.
 #pragma once
 
 #include <cstdint>
+
+#include "engine/kernels/ktype.hpp"
 
 namespace dtrain::kernels {
 
@@ -11,11 +13,17 @@ struct MatmulShape {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false;  // A stored (K, M) instead of (M, K)
   bool trans_b = false;  // B stored (N, K) instead of (K, N)
+  // Element types of a, b and c. Supported: all f32; a and b bf16 with c f32
+  // or bf16. Products are accumulated in f32 (plus the f32 bias) and rounded
+  // to c_type once at the end.
+  KType a_type = KType::kF32, b_type = KType::kF32, c_type = KType::kF32;
 };
 
 // c (M, N) = op(a) (M, K) x op(b) (K, N) [+ bias (N) broadcast over rows].
-// bias may be null. c is overwritten and must not alias a, b or bias.
-// Thread-safe (primitives are cached per shape and shared across threads).
-void matmul(const MatmulShape& s, const float* a, const float* b, const float* bias, float* c);
+// a, b, c hold elements of s.a_type, s.b_type, s.c_type (float or uint16_t
+// bf16 bits); bias is always f32 and may be null. c is overwritten and must
+// not alias a, b or bias. Unsupported type combinations throw ErrorException.
+// Thread-safe (primitives are cached per shape and types, shared across threads).
+void matmul(const MatmulShape& s, const void* a, const void* b, const float* bias, void* c);
 
 }  // namespace dtrain::kernels

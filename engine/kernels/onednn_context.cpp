@@ -76,4 +76,6 @@ void fail(const std::string& what, const std::vector<int64_t>& key, const dnnl::
       fmt::format("oneDNN could not create {} for shape key {}: {}", what, shape_str(key), e.what()))};
 }
 
+void fail_types(const std::string& message) { throw ErrorException{runtime_error(message)}; }
+
 }  // namespace dtrain::onednn

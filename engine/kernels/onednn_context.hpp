@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/kernels/ktype.hpp"
+
 #if defined(__clang__)
 #define DTRAIN_GUARDED_BY(x) __attribute__((guarded_by(x)))
 #else
@@ -29,6 +31,11 @@ const dnnl::engine& cpu_engine();
 
 // Attributes every cached primitive is created with (user scratchpad).
 dnnl::primitive_attr default_attr();
+
+// The oneDNN data type of a kernel operand type.
+constexpr dnnl::memory::data_type data_type_of(kernels::KType t) {
+  return t == kernels::KType::kBf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
 
 // A memory object over a caller-owned buffer laid out as `desc` (not copied,
 // not owned).
@@ -48,6 +55,10 @@ void* thread_buffer(int slot, size_t bytes);
 // A primitive descriptor creation failure is our bug (we only ask for
 // supported shapes), reported with the operation and its shape key.
 [[noreturn]] void fail(const std::string& what, const std::vector<int64_t>& key, const dnnl::error& e);
+
+// A kernel called with operand types it does not implement (our bug, not the
+// user's): `message` names the kernel, the types given and those supported.
+[[noreturn]] void fail_types(const std::string& message);
 
 // Cache of immutable values (primitive descriptors + primitives) keyed by the
 // full shape/attribute tuple. get() returns a shared_ptr so an entry stays

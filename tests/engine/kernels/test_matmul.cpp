@@ -1,8 +1,14 @@
 // oneDNN matmul wrapper against a double-precision triple loop, every
-// transpose combination, with and without bias.
+// transpose combination, with and without bias; the bf16 variants against
+// the f32 kernel on the same bf16-rounded inputs.
 #include <doctest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "engine/kernels/matmul.hpp"
+#include "engine/status.hpp"
 #include "tests/engine/kernels/kernel_test_util.hpp"
 
 namespace dtrain::kernels {
@@ -62,6 +68,95 @@ TEST_CASE("kernels::matmul on MNIST-sized operands") {
   std::vector<float> c(static_cast<size_t>(s.m * s.n));
   matmul(s, a.data(), b.data(), nullptr, c.data());
   CHECK(test::max_rel_error(c, reference(s, a, b, nullptr)) < 1e-5);
+}
+
+// bf16 a and b against the f32 kernel on the same values (inputs rounded to
+// bf16 first): the products are exact in f32 either way, so only the
+// accumulation order and the final rounding of c may differ. Tolerances:
+//   c f32:  scale-aware error < 1e-5 (f32 accumulation order);
+//   c bf16: every element within one bf16 ulp (2^-8 relative) of the f32
+//           result, give or take 1e-5 * max |c| for the accumulation order.
+void check_bf16_against_f32(const MatmulShape& s, bool with_bias, uint64_t seed) {
+  const auto a = test::round_to_bf16(test::random_vector(static_cast<size_t>(s.m * s.k), seed));
+  const auto b = test::round_to_bf16(test::random_vector(static_cast<size_t>(s.k * s.n), seed + 1));
+  const auto bias_v = test::random_vector(static_cast<size_t>(s.n), seed + 2);
+  const float* bias = with_bias ? bias_v.data() : nullptr;
+  const auto a16 = test::to_bf16(a), b16 = test::to_bf16(b);
+  std::vector<float> want(static_cast<size_t>(s.m * s.n), 1e9f);
+  matmul(s, a.data(), b.data(), bias, want.data());
+
+  MatmulShape t = s;
+  t.a_type = t.b_type = KType::kBf16;
+  t.c_type = KType::kF32;
+  std::vector<float> got(want.size(), 1e9f);
+  matmul(t, a16.data(), b16.data(), bias, got.data());
+  CHECK(test::max_rel_error(got, want) < 1e-5);
+
+  t.c_type = KType::kBf16;
+  std::vector<uint16_t> got16(want.size(), 0x7fc0);
+  matmul(t, a16.data(), b16.data(), bias, got16.data());
+  CHECK(test::max_bf16_ulp_error(test::from_bf16(got16), want, 1e-5 * test::max_abs(want)) <= 1.0);
+}
+
+TEST_CASE("kernels::matmul bf16 matches f32 for every transpose and bias (odd sizes)") {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (bool with_bias : {false, true}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(with_bias);
+        check_bf16_against_f32({7, 5, 3, ta, tb}, with_bias, 11);
+        check_bf16_against_f32({13, 17, 33, ta, tb}, with_bias, 12);
+      }
+    }
+  }
+}
+
+TEST_CASE("kernels::matmul bf16 matches f32 on mnist_cnn's dense layers") {
+  // Per layer: forward y = x W + b, backward-data dx = dy W^T, backward-weights dW = x^T dy.
+  for (int64_t batch : {64, 256}) {
+    for (auto [in, out] : {std::pair<int64_t, int64_t>{3136, 128}, {128, 10}}) {
+      CAPTURE(batch);
+      CAPTURE(in);
+      check_bf16_against_f32({batch, out, in}, true, 21);
+      check_bf16_against_f32({batch, in, out, false, true}, false, 22);
+      check_bf16_against_f32({in, out, batch, true, false}, false, 23);
+    }
+  }
+}
+
+TEST_CASE("kernels::matmul bf16 with K = 0 gives the bias (or zeros) in c's type") {
+  const std::vector<float> bias{1.0f, 2.5f, -3.0f};
+  MatmulShape s{2, 3, 0};
+  s.a_type = s.b_type = s.c_type = KType::kBf16;
+  std::vector<uint16_t> c(6, 0x7fc0);
+  matmul(s, nullptr, nullptr, bias.data(), c.data());
+  CHECK(test::from_bf16(c) == std::vector<float>{1, 2.5f, -3, 1, 2.5f, -3});
+  matmul(s, nullptr, nullptr, nullptr, c.data());
+  CHECK(test::from_bf16(c) == std::vector<float>(6, 0.0f));
+}
+
+TEST_CASE("kernels::matmul names unsupported operand types") {
+  auto message = [](KType a, KType b, KType c) {
+    MatmulShape s{2, 2, 2};
+    s.a_type = a;
+    s.b_type = b;
+    s.c_type = c;
+    std::vector<float> buf(4, 0.0f);
+    try {
+      matmul(s, buf.data(), buf.data(), nullptr, buf.data());
+    } catch (const ErrorException& e) {
+      return e.error.message;
+    }
+    return std::string("no error");
+  };
+  const std::string supported = "; it implements f32 x f32 -> f32 and bf16 x bf16 -> f32 or bf16";
+  CHECK(message(KType::kF32, KType::kBf16, KType::kF32) ==
+        "kernels::matmul does not implement a f32 x b bf16 -> c f32" + supported);
+  CHECK(message(KType::kF32, KType::kF32, KType::kBf16) ==
+        "kernels::matmul does not implement a f32 x b f32 -> c bf16" + supported);
+  CHECK(message(KType::kBf16, KType::kF32, KType::kF32) ==
+        "kernels::matmul does not implement a bf16 x b f32 -> c f32" + supported);
 }
 
 }  // namespace
