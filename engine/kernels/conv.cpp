@@ -1,7 +1,12 @@
 // oneDNN convolution forward / backward-data / backward-weights, cached by
-// shape. Activations stay NHWC in place; weights are HWIO for the caller and
-// reordered to the layout oneDNN prefers when that differs.
+// shape and operand types. Activations stay NHWC in place; weights are HWIO
+// for the caller and reordered to the layout oneDNN prefers when that differs
+// (for bf16 a blocked layout that interleaves pairs of input channels).
 #include "engine/kernels/conv.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
 
 #include "engine/kernels/onednn_context.hpp"
 
@@ -18,6 +23,12 @@ using tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 constexpr auto kAlg = dnnl::algorithm::convolution_direct;
 
+// The element types of one pass in oneDNN's terms: src is x (or dx), weights
+// is w (or dw), dst is y (or dy). Biases are always f32.
+struct PassTypes {
+  KType src, weights, dst;
+};
+
 // Descriptors of one convolution geometry. Weights are declared with
 // format_tag::any so oneDNN may pick its fastest (blocked) layout.
 struct Geometry {
@@ -25,11 +36,11 @@ struct Geometry {
   memory::dims strides, dilates, pad_l, pad_r;
   bool relu = false;
 
-  Geometry(const Conv2dShape& s, bool has_bias)
-      : x({s.n, s.ic, s.ih, s.iw}, kF32, tag::nhwc),
-        w_plain({s.oc, s.ic, s.kh, s.kw}, kF32, tag::hwio),
-        w_any({s.oc, s.ic, s.kh, s.kw}, kF32, tag::any),
-        y({s.n, s.oc, s.oh, s.ow}, kF32, tag::nhwc),
+  Geometry(const Conv2dShape& s, bool has_bias, PassTypes t)
+      : x({s.n, s.ic, s.ih, s.iw}, onednn::data_type_of(t.src), tag::nhwc),
+        w_plain({s.oc, s.ic, s.kh, s.kw}, onednn::data_type_of(t.weights), tag::hwio),
+        w_any({s.oc, s.ic, s.kh, s.kw}, onednn::data_type_of(t.weights), tag::any),
+        y({s.n, s.oc, s.oh, s.ow}, onednn::data_type_of(t.dst), tag::nhwc),
         strides{s.sh, s.sw},
         dilates{s.dh - 1, s.dw - 1},
         pad_l{s.pad_top, s.pad_left},
@@ -106,20 +117,46 @@ onednn::PrimitiveCache<V>& cache() {
   return c;
 }
 
-std::vector<int64_t> key_of(const Conv2dShape& s, bool has_bias) {
+std::vector<int64_t> key_of(const Conv2dShape& s, bool has_bias, PassTypes t) {
   std::vector<int64_t> k = s.key();
-  k.push_back(has_bias);
+  k.insert(k.end(), {has_bias, static_cast<int64_t>(t.src), static_cast<int64_t>(t.weights),
+                     static_cast<int64_t>(t.dst)});
   return k;
+}
+
+// The forward pass a backward primitive is created against (oneDNN's hint),
+// with every operand in the backward's compute type: a bf16 backward-data
+// with an f32 dx has no forward with an f32 x and bf16 weights to match.
+dnnl::convolution_forward::primitive_desc hint_pd(const Conv2dShape& s, bool has_bias, KType compute) {
+  return Geometry(s, has_bias, {compute, compute, compute}).forward_pd();
+}
+
+// Throws unless the inputs a, b are both f32 with an f32 result, or both
+// bf16 with a result in `bf16_outs` ("f32" or "f32 or bf16").
+void check_types(const char* pass, const char* a_name, KType a, const char* b_name, KType b, const char* out_name,
+                 KType out, const char* bf16_outs) {
+  const bool bf16_out_ok = out == KType::kF32 || std::string_view(bf16_outs) != "f32";
+  if ((a == KType::kF32 && b == KType::kF32 && out == KType::kF32) ||
+      (a == KType::kBf16 && b == KType::kBf16 && bf16_out_ok)) {
+    return;
+  }
+  onednn::fail_types(fmt::format(
+      "kernels::conv2d_{} does not implement {} {}, {} {} -> {} {}; it implements {}, {} f32 -> {} f32 and "
+      "{}, {} bf16 -> {} {}",
+      pass, a_name, ktype_name(a), b_name, ktype_name(b), out_name, ktype_name(out), a_name, b_name, out_name,
+      a_name, b_name, out_name, bf16_outs));
 }
 
 }  // namespace
 
-void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const float* bias, float* y) {
+void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, const float* bias, void* y) {
+  check_types("forward", "x", s.x_type, "w", s.w_type, "y", s.y_type, "f32 or bf16");
   const bool has_bias = bias != nullptr;
-  const auto key = key_of(s, has_bias);
+  const PassTypes types{s.x_type, s.w_type, s.y_type};
+  const auto key = key_of(s, has_bias, types);
   const auto p = cache<Forward>().get(key, [&] {
     try {
-      Forward f{Geometry(s, has_bias), {}, {}, {}, {}};
+      Forward f{Geometry(s, has_bias, types), {}, {}, {}, {}};
       const auto pd = f.g.forward_pd();
       f.w = pd.weights_desc();
       f.scratchpad = pd.scratchpad_desc();
@@ -137,15 +174,17 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, const 
   onednn::execute(p->prim, p->scratchpad, std::move(args));
 }
 
-void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx) {
-  const auto key = key_of(s, false);
+void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx) {
+  check_types("backward_data", "dy", s.dy_type, "w", s.w_type, "dx", s.dx_type, "f32 or bf16");
+  const PassTypes types{s.dx_type, s.w_type, s.dy_type};
+  const auto key = key_of(s, false, types);
   const auto p = cache<BackwardData>().get(key, [&] {
     try {
-      BackwardData b{Geometry(s, false), {}, {}, {}, {}};
+      BackwardData b{Geometry(s, false, types), {}, {}, {}, {}};
       const dnnl::convolution_backward_data::desc d(kAlg, b.g.x, b.g.w_any, b.g.y, b.g.strides, b.g.dilates,
                                                     b.g.pad_l, b.g.pad_r);
       const dnnl::convolution_backward_data::primitive_desc pd(d, onednn::default_attr(), onednn::cpu_engine(),
-                                                               b.g.forward_pd());
+                                                               hint_pd(s, false, s.w_type));
       b.w = pd.weights_desc();
       b.scratchpad = pd.scratchpad_desc();
       b.prim = dnnl::convolution_backward_data(pd);
@@ -161,16 +200,18 @@ void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w,
                    {DNNL_ARG_DIFF_SRC, onednn::wrap(p->g.x, dx)}});
 }
 
-void conv2d_backward_weights(const Conv2dShape& s, const float* x, const float* dy, float* dw, float* db) {
+void conv2d_backward_weights(const Conv2dShape& s, const void* x, const void* dy, float* dw, float* db) {
+  check_types("backward_weights", "x", s.x_type, "dy", s.dy_type, "dw", KType::kF32, "f32");
   const bool has_bias = db != nullptr;
-  const auto key = key_of(s, has_bias);
+  const PassTypes types{s.x_type, KType::kF32, s.dy_type};
+  const auto key = key_of(s, has_bias, types);
   const auto p = cache<BackwardWeights>().get(key, [&] {
     try {
-      BackwardWeights b{Geometry(s, has_bias), {}, {}, {}, {}};
+      BackwardWeights b{Geometry(s, has_bias, types), {}, {}, {}, {}};
       const dnnl::convolution_backward_weights::desc d(kAlg, b.g.x, b.g.w_any, b.g.b, b.g.y, b.g.strides,
                                                        b.g.dilates, b.g.pad_l, b.g.pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(d, onednn::default_attr(), onednn::cpu_engine(),
-                                                                  b.g.forward_pd());
+                                                                  hint_pd(s, has_bias, s.x_type));
       b.dw = pd.diff_weights_desc();
       b.scratchpad = pd.scratchpad_desc();
       b.prim = dnnl::convolution_backward_weights(pd);
