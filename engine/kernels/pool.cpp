@@ -6,14 +6,14 @@
 namespace dtrain::kernels {
 
 std::vector<int64_t> Pool2dShape::key() const {
-  return {static_cast<int64_t>(kind), n, ih, iw, c, oh, ow, kh, kw, sh, sw, pad_top, pad_left, pad_bottom, pad_right};
+  return {static_cast<int64_t>(kind), n, ih, iw, c, oh, ow, kh, kw, sh, sw, pad_top, pad_left, pad_bottom, pad_right,
+          static_cast<int64_t>(type)};
 }
 
 namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
-constexpr auto kF32 = memory::data_type::f32;
 
 struct Forward {
   memory::desc x, y, workspace, scratchpad;
@@ -35,8 +35,8 @@ struct Geometry {
   dnnl::algorithm alg;
 
   explicit Geometry(const Pool2dShape& s)
-      : x({s.n, s.c, s.ih, s.iw}, kF32, tag::nhwc),
-        y({s.n, s.c, s.oh, s.ow}, kF32, tag::nhwc),
+      : x({s.n, s.c, s.ih, s.iw}, onednn::data_type_of(s.type), tag::nhwc),
+        y({s.n, s.c, s.oh, s.ow}, onednn::data_type_of(s.type), tag::nhwc),
         strides{s.sh, s.sw},
         kernel{s.kh, s.kw},
         pad_l{s.pad_top, s.pad_left},
@@ -71,7 +71,7 @@ size_t pool2d_workspace_bytes(const Pool2dShape& s) {
   return forward_primitive(s, hold).workspace.get_size();
 }
 
-void pool2d_forward(const Pool2dShape& s, const float* x, float* y, void* workspace) {
+void pool2d_forward(const Pool2dShape& s, const void* x, void* y, void* workspace) {
   std::shared_ptr<const Forward> hold;
   const Forward& p = forward_primitive(s, hold);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, onednn::wrap(p.x, x)}, {DNNL_ARG_DST, onednn::wrap(p.y, y)}};
@@ -79,7 +79,7 @@ void pool2d_forward(const Pool2dShape& s, const float* x, float* y, void* worksp
   onednn::execute(p.prim, p.scratchpad, std::move(args));
 }
 
-void pool2d_backward(const Pool2dShape& s, const float* dy, float* dx, const void* workspace) {
+void pool2d_backward(const Pool2dShape& s, const void* dy, void* dx, const void* workspace) {
   static onednn::PrimitiveCache<Backward> cache;
   const auto key = s.key();
   const auto p = cache.get(key, [&] {

@@ -1,8 +1,10 @@
 // oneDNN pooling wrappers against direct loops: max (with its workspace) and
-// average excluding padding, VALID and asymmetric SAME.
+// average excluding padding, VALID and asymmetric SAME; bf16 against f32.
 #include <doctest.h>
 
+#include <algorithm>
 #include <limits>
+#include <random>
 
 #include "engine/kernels/padding.hpp"
 #include "engine/kernels/pool.hpp"
@@ -79,6 +81,67 @@ TEST_CASE("kernels::pool2d matches direct loops") {
     check_geometry(geometry(kind, 2, 7, 9, 3, 3, 2, true));    // asymmetric SAME
     check_geometry(geometry(kind, 1, 6, 5, 16, 3, 1, true));   // overlapping windows
     check_geometry(geometry(kind, 3, 26, 26, 32, 2, 2, false));  // MNIST CNN shape
+  }
+}
+
+// n <= 512 distinct values, all exact in bf16 (k / 4 for -256 <= k < 256),
+// shuffled: max pooling then has no ties that the f32 and bf16
+// implementations might break differently.
+std::vector<float> distinct_bf16_values(size_t n, uint64_t seed) {
+  std::vector<float> v;
+  for (int k = -256; k < 256; ++k) v.push_back(static_cast<float>(k) / 4.0f);
+  std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
+  v.resize(n);
+  return v;
+}
+
+// Runs forward and backward in f32 and in bf16 on the same bf16 values.
+// Tolerances: max pooling's y is exact (it picks one of the inputs); average
+// pooling's y and a dx that receives one window's gradient are rounded once,
+// so within one bf16 ulp (2^-8 relative) of the f32 result, give or take
+// 1e-6 * max |result|. Where windows overlap, oneDNN 2.6 adds each window's
+// share into the bf16 dx, rounding every partial sum, which can cancel:
+// there the bound is scale-aware, 1e-2 * max |dx| (measured: 2.5e-3 to 3.4e-3).
+void check_bf16_against_f32(const Pool2dShape& g, const std::vector<float>& x, bool backward) {
+  const auto dy = test::round_to_bf16(test::random_vector(static_cast<size_t>(g.n * g.oh * g.ow * g.c), 52));
+  std::vector<float> y_ref(dy.size(), 1e9f), dx_ref(x.size(), 1e9f);
+  std::vector<float> ws((pool2d_workspace_bytes(g) + 3) / 4 + 1);
+  pool2d_forward(g, x.data(), y_ref.data(), ws.data());
+  pool2d_backward(g, dy.data(), dx_ref.data(), ws.data());
+
+  Pool2dShape h = g;
+  h.type = KType::kBf16;
+  const auto x16 = test::to_bf16(x), dy16 = test::to_bf16(dy);
+  std::vector<uint16_t> y16(dy.size(), 0x7fc0), dx16(x.size(), 0x7fc0);
+  std::vector<float> ws16((pool2d_workspace_bytes(h) + 3) / 4 + 1);
+  pool2d_forward(h, x16.data(), y16.data(), ws16.data());
+  if (g.kind == PoolKind::kMax) {
+    CHECK(test::from_bf16(y16) == y_ref);
+  } else {
+    CHECK(test::max_bf16_ulp_error(test::from_bf16(y16), y_ref, 1e-6 * test::max_abs(y_ref)) <= 1.0);
+  }
+  if (!backward) return;
+  pool2d_backward(h, dy16.data(), dx16.data(), ws16.data());
+  if (g.kh > g.sh || g.kw > g.sw) {
+    CHECK(test::max_rel_error(test::from_bf16(dx16), dx_ref) < 1e-2);
+  } else {
+    CHECK(test::max_bf16_ulp_error(test::from_bf16(dx16), dx_ref, 1e-6 * test::max_abs(dx_ref)) <= 1.0);
+  }
+}
+
+TEST_CASE("kernels::pool2d bf16 matches f32") {
+  for (PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
+    CAPTURE(static_cast<int>(kind));
+    for (const Pool2dShape& g : {geometry(kind, 2, 8, 8, 4, 2, 2, false), geometry(kind, 2, 7, 9, 3, 3, 2, true),
+                                 geometry(kind, 1, 6, 5, 16, 3, 1, true)}) {
+      check_bf16_against_f32(g, distinct_bf16_values(static_cast<size_t>(g.n * g.ih * g.iw * g.c), 51), true);
+    }
+    // mnist_cnn's pools, forward only: random inputs have ties, which the
+    // two implementations may route dy through differently.
+    for (const Pool2dShape& g : {geometry(kind, 64, 28, 28, 32, 2, 2, true), geometry(kind, 64, 14, 14, 64, 2, 2, true)}) {
+      check_bf16_against_f32(g, test::round_to_bf16(test::random_vector(static_cast<size_t>(g.n * g.ih * g.iw * g.c), 53)),
+                             false);
+    }
   }
 }
 
