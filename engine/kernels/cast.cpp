@@ -1,34 +1,89 @@
-// Bulk f32 <-> bf16 casts as plain loops that GCC vectorises. Each loop is
-// compiled twice (x86-64-v4 = AVX-512, and the baseline) and picked at load
-// time, since dtrain is built without -march.
+// Bulk f32 <-> bf16 casts. f32 -> bf16 uses AVX512_BF16's vcvtneps2bf16 when
+// the CPU has it (picked at run time: dtrain is built without -march), else a
+// plain loop that GCC vectorises, compiled for x86-64-v4 (AVX-512) and the
+// baseline and picked at load time. bf16 -> f32 is that plain loop (a shift).
 //
-// Measured on this Zen 4 (2 vCPUs) for n = 64*28*28*32: f32 -> bf16 in
-// ~165 us on one thread, the same as oneDNN's jit:uni reorder on two threads
-// (~170 us), which moreover flushes denormals to zero; the baseline (SSE2)
-// build of the loop takes ~510 us. bf16 -> f32: ~115 us vs ~180 us for the
-// reorder. An OpenMP loop over both vCPUs was far slower while other work
-// shared the machine (thread wake-ups dominate a 100 us loop).
-// bench/bench_kernels_bf16 repeats the comparison.
+// Measured on this Zen 4 (2 vCPUs, one thread), n = 64*28*28*32, median us:
+//   f32 -> bf16: vcvtneps2bf16 path ~114; oneDNN's reorder (jit:uni) ~119,
+//                which moreover flushes denormals to zero; plain loop ~163
+//                (AVX-512), ~510 (baseline SSE2)
+//   bf16 -> f32: plain loop ~112; reorder ~123
+// An OpenMP loop over both vCPUs was far slower while other work shared the
+// machine (thread wake-ups dominate a 100 us loop), so the casts stay on the
+// calling thread. bench/bench_kernels_bf16 repeats the comparison.
 #include "engine/kernels/cast.hpp"
 
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
 #define DTRAIN_CAST_CLONES [[gnu::target_clones("arch=x86-64-v4", "default")]]
+#define DTRAIN_HAVE_X86_BF16 1
 #else
 #define DTRAIN_CAST_CLONES
+#define DTRAIN_HAVE_X86_BF16 0
 #endif
 
 namespace dtrain::kernels {
 
 // The same arithmetic as float_to_bf16, written branch-free so it vectorises.
-DTRAIN_CAST_CLONES void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+DTRAIN_CAST_CLONES void detail::cast_f32_to_bf16_portable(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, x + i, sizeof u);
     const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
     const uint32_t quiet_nan = (u >> 16) | 0x0040u;
     y[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+  }
+}
+
+namespace {
+
+#if DTRAIN_HAVE_X86_BF16
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
+// vcvtneps2bf16 rounds to nearest even and quiets NaN exactly as
+// float_to_bf16 does, but reads denormal inputs as zero: lanes holding a
+// denormal (rare) are redone one by one.
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] inline void bf16_block(const float* x, uint16_t* y,
+                                                                                __mmask16 lanes) {
+  const __m512 v = _mm512_maskz_loadu_ps(lanes, x);
+  _mm256_mask_storeu_epi16(y, lanes, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+  const __m512i u = _mm512_castps_si512(v);
+  unsigned denormal = _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)), u,
+                                                  _mm512_set1_epi32(0x007fffff));
+  for (; denormal != 0; denormal &= denormal - 1) {
+    const int j = __builtin_ctz(denormal);
+    y[j] = float_to_bf16(x[j]);
+  }
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void f32_to_bf16_avx512_bf16(const float* x, uint16_t* y,
+                                                                                       int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) bf16_block(x + i, y + i, 0xffff);
+  if (i < n) bf16_block(x + i, y + i, static_cast<__mmask16>((1u << (n - i)) - 1));
+}
+
+#else
+
+bool cpu_has_avx512_bf16() { return false; }
+void f32_to_bf16_avx512_bf16(const float*, uint16_t*, int64_t) {}
+
+#endif
+
+}  // namespace
+
+void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  if (cpu_has_avx512_bf16()) {
+    f32_to_bf16_avx512_bf16(x, y, n);
+  } else {
+    detail::cast_f32_to_bf16_portable(x, y, n);
   }
 }
 

@@ -20,11 +20,17 @@ constexpr uint16_t float_to_bf16(float f) {
 // Exact (every bf16 value is a float32 value).
 constexpr float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
-// y[i] = float_to_bf16(x[i]) for i in [0, n), bit for bit.
+// y[i] = float_to_bf16(x[i]) for i in [0, n), bit for bit (AVX512_BF16 where
+// the CPU has it, a vectorised loop elsewhere; see cast.cpp).
 // REQUIRES: x and y do not overlap. Runs on the calling thread (no OpenMP: the
-// loop is memory-bound and AVX-512 vectorised; see cast.cpp). Thread-safe.
+// loop is memory-bound). Thread-safe.
 void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n);
 // y[i] = bf16_to_float(x[i]) for i in [0, n). REQUIRES and threading as above.
 void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+
+namespace detail {
+// cast_f32_to_bf16's path for CPUs without AVX512_BF16 (for tests).
+void cast_f32_to_bf16_portable(const float* x, uint16_t* y, int64_t n);
+}  // namespace detail
 
 }  // namespace dtrain::kernels

@@ -102,12 +102,18 @@ TEST_CASE("kernels::cast_f32_to_bf16 and cast_bf16_to_f32 match the scalar helpe
     for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{17}, x.size() - offset}) {
       CAPTURE(offset);
       CAPTURE(n);
-      std::vector<uint16_t> b(n + 1, 0xabcd);
+      std::vector<uint16_t> b(n + 1, 0xabcd), portable(n + 1, 0xabcd);
       cast_f32_to_bf16(x.data() + offset, b.data(), static_cast<int64_t>(n));
-      size_t bad = 0;
-      for (size_t i = 0; i < n; ++i) bad += b[i] != float_to_bf16(x[offset + i]);
+      detail::cast_f32_to_bf16_portable(x.data() + offset, portable.data(), static_cast<int64_t>(n));
+      size_t bad = 0, bad_portable = 0;
+      for (size_t i = 0; i < n; ++i) {
+        bad += b[i] != float_to_bf16(x[offset + i]);
+        bad_portable += portable[i] != float_to_bf16(x[offset + i]);
+      }
       CHECK(bad == 0);
+      CHECK(bad_portable == 0);
       CHECK(b[n] == 0xabcd);  // nothing written past n
+      CHECK(portable[n] == 0xabcd);
 
       std::vector<float> back(n + 1, 42.0f);
       cast_bf16_to_f32(b.data(), back.data(), static_cast<int64_t>(n));
