@@ -132,6 +132,7 @@ Json job_json(const JobSpec& job) {
                                    {"min_shard_mb", st.partition_min_shard_mb}}}}},
       {"cluster", cluster},
       {"data", data},
+      {"precision", {{"compute", job.precision.compute}, {"matmul", job.precision.matmul}}},
       {"run", {{"model_dir", r.model_dir}, {"max_steps", r.max_steps},
                {"save_checkpoints_steps", optional_json(r.save_checkpoints_steps)},
                {"save_checkpoints_secs", optional_json(r.save_checkpoints_secs)},

@@ -161,6 +161,12 @@ struct DataSpec {
   std::optional<DataSourceSpec> train, eval, predict;
 };
 
+struct PrecisionSpec {
+  std::string compute = "float32";  // float32 | bfloat16 | float16
+  std::string matmul = "highest";   // highest | tf32
+  std::string compute_where;        // "job.yaml:30:12" of precision.compute, "" when defaulted
+};
+
 struct RunSpec {
   std::string model_dir = "runs/default";
   int64_t max_steps = 1000;
@@ -196,6 +202,7 @@ struct JobSpec {
   StrategySpec strategy;
   ClusterConfig cluster;
   DataSpec data;
+  PrecisionSpec precision;
   RunSpec run;
   EvalSpec eval;
   std::string resolved_yaml;   // the resolved job with defaults, as printed by `dtrain validate`

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "engine/ops/context.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -34,6 +36,8 @@ struct ForwardContext {
   uint64_t seed = 0;           // run.seed
   int64_t step = 0;            // global step being computed
   int64_t example_offset = 0;  // global index (within the step's global batch) of row 0
+  // The replica's device and compute type; every tensor of the call lives there.
+  const ops::Context* ops = &ops::host_context();
 };
 
 // Per-replica, per-layer scratch kept between forward and backward.
@@ -46,6 +50,9 @@ class Layer {
  public:
   virtual ~Layer() = default;
   virtual std::string type() const = 0;
+  // The ops this layer runs (names of engine/ops/support.hpp), checked against
+  // a replica's backend and compute type when the model is set up for it.
+  virtual std::vector<std::string_view> ops() const { return {}; }
   // Shapes exclude the batch dimension. Returns the output shape, or an error
   // that says what input this layer expected (e.g. conv2d on a flat input).
   virtual Result<Shape> build(const Shape& input) = 0;

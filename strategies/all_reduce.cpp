@@ -1,6 +1,8 @@
 // Bucketing and the in-process all-reduce.
 #include "strategies/all_reduce.hpp"
 
+#include "engine/ops/core.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -37,12 +39,7 @@ GradBuckets make_buckets(const Model& model, double bucket_bytes) {
 
 void sum_into_first(std::span<ReplicaState* const> states, const std::vector<size_t>& vars) {
   for (size_t v : vars) {
-    float* acc = states[0]->grads[v].data();
-    const int64_t n = states[0]->grads[v].numel();
-    for (size_t r = 1; r < states.size(); ++r) {
-      const float* g = states[r]->grads[v].data();
-      for (int64_t i = 0; i < n; ++i) acc[i] += g[i];
-    }
+    for (size_t r = 1; r < states.size(); ++r) ops::add_into(states[0]->ctx, states[0]->grads[v], states[r]->grads[v]);
   }
 }
 

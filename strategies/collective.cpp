@@ -27,15 +27,21 @@ Status CollectiveStrategy::reduce_bucket(size_t bucket) {
   for (size_t v : buckets_.vars[bucket]) total += static_cast<size_t>(rs.grads[v].numel());
   flat.resize(total);
   size_t at = 0;
+  // Gloo reduces host memory: gradients on another device are staged
+  // through host copies (counted transfers).
   for (size_t v : buckets_.vars[bucket]) {
-    std::memcpy(flat.data() + at, rs.grads[v].data(), rs.grads[v].bytes());
+    const Tensor host = rs.grads[v].to_host();
+    std::memcpy(flat.data() + at, host.data(), host.bytes());
     at += static_cast<size_t>(rs.grads[v].numel());
   }
   if (Status s = comm_->all_reduce_sum(flat.data(), flat.size()); !s) return s;
   at = 0;
   for (size_t v : buckets_.vars[bucket]) {
-    std::memcpy(rs.grads[v].data(), flat.data() + at, rs.grads[v].bytes());
-    at += static_cast<size_t>(rs.grads[v].numel());
+    Tensor& g = rs.grads[v];
+    Tensor host = g.is_host() ? g : Tensor::empty(g.shape(), DType::f32, kHost);
+    std::memcpy(host.data(), flat.data() + at, g.bytes());
+    if (!g.is_host()) g.copy_from(host);
+    at += static_cast<size_t>(g.numel());
   }
   return Status::Ok();
 }
@@ -76,7 +82,9 @@ Status CollectiveStrategy::sync_start(std::vector<int64_t>& values) {
   // position: the chief alone reads model_dir (other workers may not share it).
   for (Tensor* t : state_tensors(0)) {
     if (t->bytes() == 0) continue;
-    if (Status s = comm_->broadcast(t->data(), t->bytes(), 0); !s) return s;
+    Tensor host = t->to_host();  // t itself on the host; a staging copy else
+    if (Status s = comm_->broadcast(host.data(), host.bytes(), 0); !s) return s;
+    if (!t->is_host()) t->copy_from(host);
   }
   if (!values.empty()) {
     if (Status s = comm_->broadcast(values.data(), values.size() * sizeof(int64_t), 0); !s) return s;

@@ -31,12 +31,13 @@ std::vector<Tensor*> MirroredStrategy::state_tensors(size_t replica) {
 }
 
 Status MirroredStrategy::create_variables() {
-  if (Status s = initialize_variables(program_, replicas_[0].values, slots_[0]); !s) return s;
+  if (Status s = initialize_variables(program_, replicas_[0].ctx.device, replicas_[0].values, slots_[0]); !s) return s;
   for (size_t r = 1; r < replicas_.size(); ++r) {
-    for (size_t i = 0; i < replicas_[0].values.size(); ++i) replicas_[r].values[i] = replicas_[0].values[i].clone();
+    const Device& d = replicas_[r].ctx.device;
+    for (size_t i = 0; i < replicas_[0].values.size(); ++i) replicas_[r].values[i] = copy_on(replicas_[0].values[i], d);
     slots_[r] = slots_[0];
     for (auto& var_slots : slots_[r]) {
-      for (Tensor& s : var_slots) s = s.clone();
+      for (Tensor& s : var_slots) s = copy_on(s, d);
     }
   }
   return Status::Ok();
@@ -62,17 +63,15 @@ void MirroredStrategy::broadcast_from_first(bool non_trainable_only) {
   }
 }
 
-void MirroredStrategy::check_copies_identical() const {
+bool MirroredStrategy::copies_identical() const {
   for (size_t r = 1; r < replicas_.size(); ++r) {
     for (size_t i = 0; i < replicas_[0].values.size(); ++i) {
-      const Tensor& a = replicas_[0].values[i];
-      const Tensor& b = replicas_[r].values[i];
-      (void)a;
-      (void)b;
-      assert(a.numel() == b.numel() && std::memcmp(a.data(), b.data(), a.bytes()) == 0 &&
-             "mirrored copies diverged");
+      const Tensor a = replicas_[0].values[i].to_host();
+      const Tensor b = replicas_[r].values[i].to_host();
+      if (a.numel() != b.numel() || std::memcmp(a.data(), b.data(), a.bytes()) != 0) return false;
     }
   }
+  return true;
 }
 
 StepOutput MirroredStrategy::train_step(const Batch& batch, int64_t step, float lr) {
@@ -99,13 +98,17 @@ StepOutput MirroredStrategy::mirrored_step(const Batch& batch, int64_t step, flo
     // A failed cross-worker reduction leaves the gradients partial: the
     // caller reads reducer_->error() and stops before using the variables.
     if (reducer_->error()) return out;
-    apply_gradients(program_, rs.values, rs.grads, slots_[static_cast<size_t>(r)], step, lr);
+    // Every replica holds the same reduced gradients, so every replica
+    // reaches the same decision.
+    const bool applied = apply_gradients(program_, rs.ctx, rs.values, rs.grads, slots_[static_cast<size_t>(r)], step, lr);
+    if (r == 0) applied_ = applied;
     return out;
   });
+  program_.loss_scale.update(applied_);
   // batch_norm statistics were updated from each replica's own shard: the
   // first replica's are the ones kept (DESIGN.md: other fields from replica 0).
   broadcast_from_first(true);
-  check_copies_identical();
+  assert(copies_identical() && "mirrored copies diverged");
   return sum_outputs(outs);
 }
 

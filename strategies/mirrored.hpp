@@ -37,7 +37,9 @@ class MirroredStrategy : public ReplicatedStrategy {
   // Copies replica 0's variables (all of them, or only non-trainable ones,
   // which forward may update from each replica's own shard) to the others.
   void broadcast_from_first(bool non_trainable_only);
-  void check_copies_identical() const;
+  // Every replica holds the same bits (checked in debug builds only: it
+  // reads every copy back to the host).
+  bool copies_identical() const;
 
 
  protected:
@@ -46,6 +48,7 @@ class MirroredStrategy : public ReplicatedStrategy {
 
  private:
   std::vector<std::vector<std::vector<Tensor>>> slots_;  // [replica][variable][slot]
+  bool applied_ = true;  // replica 0's apply_gradients result this step
 };
 
 }  // namespace dtrain

@@ -6,8 +6,8 @@
 namespace dtrain {
 
 Status OneDeviceStrategy::create_variables() {
-  replica_ = program_.model->make_replica_state();
-  return initialize_variables(program_, replica_.values, slots_);
+  replica_ = program_.model->make_replica_state(program_.context_on(device_));
+  return initialize_variables(program_, replica_.ctx.device, replica_.values, slots_);
 }
 
 std::vector<std::pair<std::string, Tensor>> OneDeviceStrategy::logical_state() {
@@ -21,7 +21,8 @@ Status OneDeviceStrategy::restore(const CheckpointData& ckpt) {
 StepOutput OneDeviceStrategy::train_step(const Batch& batch, int64_t step, float lr) {
   StepOutput out =
       run_replica(program_, replica_, batch, 0, batch.size(), step, true, program_.grad_scale(batch.size()));
-  apply_gradients(program_, replica_.values, replica_.grads, slots_, step, lr);
+  const bool applied = apply_gradients(program_, replica_.ctx, replica_.values, replica_.grads, slots_, step, lr);
+  program_.loss_scale.update(applied);
   return out;
 }
 
@@ -30,8 +31,9 @@ StepOutput OneDeviceStrategy::eval_step(const Batch& batch) {
 }
 
 Tensor OneDeviceStrategy::predict_step(const Batch& batch) {
-  ForwardContext ctx{false, program_.seed, 0, 0};
-  return program_.loss->predictions(program_.model->forward(ctx, replica_, batch.features));
+  ForwardContext ctx{false, program_.seed, 0, 0, &replica_.ctx};
+  const Tensor x = on_replica(replica_, replica_.features, batch.features);
+  return program_.loss->predictions(program_.model->forward(ctx, replica_, x).to_host());
 }
 
 }  // namespace dtrain

@@ -34,7 +34,10 @@ ParameterServerStrategy::ParameterServerStrategy(Program& program, std::vector<s
       sync_(sync) {}
 
 Status ParameterServerStrategy::create_variables() {
-  if (Status s = initialize_variables(program_, values_, slots_); !s) return s;
+  // The local cache of the ps' variables is on the host (pulls and pushes
+  // travel through it); replicas on other devices get private copies.
+  variable_ctx_.device = kHost;
+  if (Status s = initialize_variables(program_, kHost, values_, slots_); !s) return s;
   share_one_copy(values_);
   return Status::Ok();
 }
@@ -139,16 +142,20 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
   });
   const auto& vars = program_.model->variables();
   std::vector<size_t> trainable;
-  std::vector<Tensor*> grads;
   for (size_t i = 0; i < vars.size(); ++i) {
-    if (!vars[i].trainable) continue;
-    trainable.push_back(i);
-    grads.push_back(&replicas_[0].grads[i]);
+    if (vars[i].trainable) trainable.push_back(i);
   }
-  sum_into_first(replica_ptrs_, trainable);
+  std::span<Tensor> summed = reduce_to_variables(trainable);
+  std::vector<Tensor*> grads;
+  for (size_t i : trainable) grads.push_back(&summed[i]);
   // Clipping by global norm happens on each worker's gradient before the push
   // (the ps see only their shards).
-  if (program_.optimizer_spec.clip_by_global_norm) clip_by_global_norm(grads, *program_.optimizer_spec.clip_by_global_norm);
+  // Mixed precision: a worker whose gradient is not finite tells every ps
+  // to skip the update; the ps agree because each hears every worker.
+  const bool skip = program_.mixed() && !grads_finite(program_, variable_ctx_, summed);
+  if (program_.optimizer_spec.clip_by_global_norm && !skip) {
+    clip_by_global_norm(grads, *program_.optimizer_spec.clip_by_global_norm, variable_ctx_);
+  }
 
   const auto t1 = std::chrono::steady_clock::now();
   const int64_t push_step = sync_ ? step : seen_step_;
@@ -158,7 +165,7 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
     for (size_t i : placement_.by_ps[t]) {
       const PsPiece& piece = placement_.pieces[i];
       if (vars[piece.var].trainable) {
-        g.push_back(piece_of(replicas_[0].grads[piece.var], piece).clone());
+        g.push_back(piece_of(summed[piece.var], piece).clone());
       } else {
         g.emplace_back();
         nontrainable.push_back(piece_of(values_[piece.var], piece).clone());
@@ -169,7 +176,7 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
       if (!nt.empty() && is_chief()) {
         if (Status s = ps_[t]->push_values(nt); !s) return s;
       }
-      return ps_[t]->push(worker_index(), push_step, lr, g);
+      return ps_[t]->push(worker_index(), push_step, lr, g, skip);
     }));
   }
   for (auto& f : pushes) {
@@ -177,6 +184,9 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
   }
   rpc += seconds_since(t1);
   last_rpc_seconds_ = rpc;
+  // This worker's own flag (with float16's dynamic scale on GPU workers the
+  // flags of all workers would have to be shared; bfloat16's scale is 1).
+  program_.loss_scale.update(!skip);
   // async: a worker that died does not stop the others; the chief says so.
   if (const CoordinationService* service = cluster_.service(); service && !sync_) {
     std::vector<std::string> dead;  // workers only: the evaluator is an observer too

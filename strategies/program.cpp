@@ -1,6 +1,8 @@
 // Builds the model, loss, metrics and optimizer of a job.
 #include "strategies/program.hpp"
 
+#include <cassert>
+
 #include <fmt/format.h>
 
 namespace dtrain {
@@ -26,7 +28,15 @@ Result<Program> make_program(const JobSpec& job) {
   p.optimizer = std::move(*opt);
   p.seed = job.run.seed;
   p.loss_sum = job.strategy.loss_reduction == "sum";
+  p.compute = parse_dtype(job.precision.compute).value_or(DType::f32);  // the schema allows only the three names
+  p.loss_scale = LossScale(p.compute == DType::f16);
   return p;
+}
+
+ops::Context Program::context_on(const std::string& device) const {
+  auto d = parse_device(device);
+  assert(d && "make_strategy checks device names");
+  return {d ? *d : kHost, compute};
 }
 
 }  // namespace dtrain

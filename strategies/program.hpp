@@ -11,6 +11,8 @@
 #include "engine/losses/loss.hpp"
 #include "engine/metrics/metric.hpp"
 #include "engine/model/model.hpp"
+#include "engine/ops/context.hpp"
+#include "engine/optim/loss_scale.hpp"
 #include "engine/optim/optimizer.hpp"
 
 namespace dtrain {
@@ -24,12 +26,24 @@ struct Program {
   std::unique_ptr<Optimizer> optimizer;
   uint64_t seed = 0;
   bool loss_sum = false;  // strategy.loss_reduction: sum (else mean over the global batch)
+  DType compute = DType::f32;  // precision.compute: the dense/conv compute type
+
+  // The compute context of a replica on `device` ("cpu:0", "debug:1", ...).
+  // REQUIRES: the device name was checked (make_strategy does).
+  ops::Context context_on(const std::string& device) const;
+
+  // Mixed precision's step guard (precision.compute other than float32):
+  // the loss scale (dynamic for float16) and the skip of non-finite steps.
+  // Written by the strategy between steps only; read by replicas in a step.
+  LossScale loss_scale{false};
+  bool mixed() const { return compute != DType::f32; }
 
   // Factor on d(sum of per-example losses): 1 / global batch for mean, 1 for
-  // sum. The same for every strategy, so a split batch weighs every example
-  // exactly as one_device does.
+  // sum, times the loss scale. The same for every strategy, so a split batch
+  // weighs every example exactly as one_device does.
   float grad_scale(int64_t global_batch) const {
-    return loss_sum ? 1.0f : 1.0f / static_cast<float>(global_batch);
+    const double s = loss_scale.scale();
+    return static_cast<float>(loss_sum ? s : s / static_cast<double>(global_batch));
   }
 
   size_t metric_state_size() const { return metric_offsets.empty() ? 0 : metric_offsets.back(); }

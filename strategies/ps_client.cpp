@@ -134,8 +134,9 @@ class PsClient::Impl {
     return out;
   }
 
-  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads) {
+  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip) {
     ps::PushRequest req;
+    req.set_skip(skip);
     req.set_worker(worker);
     req.set_step(step);
     req.set_lr(lr);
@@ -226,8 +227,8 @@ PsClient::~PsClient() = default;
 
 Status PsClient::init(const std::vector<PsShard>& shards, const PsState& state) { return impl_->init(shards, state); }
 Result<PsState> PsClient::pull(int64_t min_step) { return impl_->read(min_step, false); }
-Status PsClient::push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads) {
-  return impl_->push(worker, step, lr, grads);
+Status PsClient::push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip) {
+  return impl_->push(worker, step, lr, grads, skip);
 }
 Status PsClient::push_values(const std::vector<Tensor>& values) { return impl_->push_values(values); }
 Result<PsState> PsClient::snapshot(int64_t min_step) { return impl_->read(min_step, true); }

@@ -28,6 +28,7 @@ struct PendingStep {
   std::vector<bool> arrived;
   int count = 0;
   float lr = 0;  // worker 0's learning rate
+  bool skip = false;  // some worker's gradient is not finite: the step changes nothing
 };
 
 grpc::Status rejected(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
@@ -164,6 +165,11 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
       return rejected(fmt::format("push from {} for global step {}: {}", who, req->step(), s.error().message));
     }
     if (!config_.sync) {
+      if (req->skip()) {
+        ++step_;
+        cv_.notify_all();
+        return grpc::Status::OK;
+      }
       apply(*grads, req->lr());
       cv_.notify_all();
       return grpc::Status::OK;
@@ -182,6 +188,7 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
     p.arrived[w] = true;
     p.grads[w] = std::move(*grads);
     if (w == 0) p.lr = req->lr();
+    p.skip = p.skip || req->skip();
     ++p.count;
     apply_complete_steps();
     return grpc::Status::OK;
@@ -288,6 +295,12 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
     for (auto it = pending_.find(step_); it != pending_.end() && it->second.count == config_.num_workers;
          it = pending_.find(step_)) {
       PendingStep& p = it->second;
+      if (p.skip) {
+        ++step_;
+        pending_.erase(it);
+        cv_.notify_all();
+        continue;
+      }
       std::vector<Tensor> sum = std::move(p.grads[0]);
       for (size_t w = 1; w < p.grads.size(); ++w) {
         for (size_t i = 0; i < sum.size(); ++i) {

@@ -88,7 +88,9 @@ class PsClient {
   // (not applied); a second push from the same worker for the same step, or
   // a push for a step that is already applied, is a kCluster error naming it.
   // Async: applied before returning; `step` is informational.
-  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads);
+  // skip: the worker's gradient is not finite (mixed precision); the ps
+  // skip that update (sync: the whole step) and advance the step.
+  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip = false);
   // Non-trainable shards' new values (batch_norm moving statistics) from the
   // chief, assigned as they are.
   Status push_values(const std::vector<Tensor>& values);

@@ -95,7 +95,8 @@ Result<std::unique_ptr<Strategy>> make_parameter_server(const JobSpec& job, Prog
 }
 
 // The job's devices: "auto" is one CPU device (the CUDA backend comes later);
-// num_gpus N asks for gpu:0..N-1; a list names virtual CPU devices cpu:K.
+// num_gpus N asks for gpu:0..N-1; a list names virtual CPU devices cpu:K or
+// debug devices debug:K (CPU kernels over guarded memory, for tests).
 Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
   const StrategySpec& st = job.strategy;
   if (st.num_gpus && *st.num_gpus > 0) {
@@ -107,7 +108,9 @@ Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
   if (st.devices.empty() || (st.devices.size() == 1 && st.devices[0] == "auto")) return std::vector<std::string>{"cpu:0"};
   std::set<std::string> seen;
   for (const std::string& d : st.devices) {
-    if (d.rfind("gpu:", 0) == 0) {
+    auto parsed = parse_device(d);
+    if (!parsed) return config_error(fmt::format("{}: strategy.devices: {}", job.source_path, parsed.error().message));
+    if (parsed->kind == DeviceKind::cuda) {
       return config_error(fmt::format(
           "{}: strategy.devices: {} needs the CUDA compute backend, which this dtrain does not have yet; use cpu:N",
           job.source_path, d));
@@ -146,9 +149,27 @@ std::vector<std::pair<int64_t, int64_t>> split_batch(int64_t global, int replica
   return out;
 }
 
+// Mixed precision the job's devices can run: float16 needs GPUs, and every
+// layer must have a backend for each device in the compute type.
+static Status check_precision(const JobSpec& job, const Program& program, const std::vector<std::string>& devices) {
+  const std::string where = job.precision.compute_where.empty() ? job.source_path : job.precision.compute_where;
+  for (const std::string& name : devices) {
+    const ops::Context ctx = program.context_on(name);
+    if (ctx.compute == DType::f16 && ctx.device.kind != DeviceKind::cuda) {
+      return config_error(fmt::format(
+          "{}: precision.compute: float16 needs GPU devices, and strategy.devices has {}: oneDNN has no float16 "
+          "matmul or convolution on the CPU; use bfloat16 on the CPU",
+          where, name));
+    }
+    if (Status s = program.model->check_support(ctx); !s) return s;
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
+  if (Status s = check_precision(job, program, *devices); !s) return s.error();
   for (const StrategyRow& row : kStrategies) {
     if (job.strategy.type != row.name) continue;
     if (!row.factory) {

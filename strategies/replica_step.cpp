@@ -6,24 +6,45 @@
 
 #include <cassert>
 
+#include "engine/ops/core.hpp"
 #include "engine/optim/initializers.hpp"
 
 namespace dtrain {
+
+Tensor on_replica(const ReplicaState& rs, Tensor& buffer, const Tensor& host) {
+  if (rs.ctx.device.same_memory(host.device())) return host;
+  if (buffer.shape() != host.shape() || buffer.dtype() != host.dtype() || buffer.device() != rs.ctx.device) {
+    buffer = Tensor::empty(host.shape(), host.dtype(), rs.ctx.device);
+  }
+  buffer.copy_from(host);
+  return buffer;
+}
+
+Tensor copy_on(const Tensor& t, const Device& device) {
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), device);
+  out.copy_from(t);
+  return out;
+}
 
 StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end,
                        int64_t step, bool training, float grad_scale, const std::function<void(size_t)>& layer_done) {
   StepOutput out;
   out.metric_state.assign(program.metric_state_size(), 0.0);
   if (end <= begin) return out;  // an empty shard (a final batch smaller than the replicas)
-  const Tensor x = batch.features.rows(begin, end);
-  const Tensor y = batch.labels.rows(begin, end);
-  ForwardContext ctx{training, program.seed, step, begin};
+  const Tensor host_y = batch.labels.rows(begin, end);
+  const Tensor x = on_replica(rs, rs.features, batch.features.rows(begin, end));
+  const Tensor y = on_replica(rs, rs.labels, host_y);
+  ForwardContext ctx{training, program.seed, step, begin, &rs.ctx};
   const Tensor& logits = program.model->forward(ctx, rs, x);
   Tensor dlogits;
-  out.loss_sum = program.loss->forward_backward(logits, y, training ? &dlogits : nullptr, grad_scale);
+  out.loss_sum = program.loss->forward_backward(logits, y, training ? &dlogits : nullptr, grad_scale, rs.ctx);
   out.examples = end - begin;
-  for (size_t i = 0; i < program.metrics.size(); ++i) {
-    program.metrics[i]->update(logits, y, out.loss_sum, program.metric_state(out.metric_state, i));
+  if (!program.metrics.empty()) {
+    // Metrics count on the host, from a host copy of the (B, classes) output.
+    const Tensor host_logits = logits.to_host();
+    for (size_t i = 0; i < program.metrics.size(); ++i) {
+      program.metrics[i]->update(host_logits, host_y, out.loss_sum, program.metric_state(out.metric_state, i));
+    }
   }
   if (training) program.model->backward(ctx, rs, x, dlogits, layer_done);
   return out;
@@ -36,23 +57,44 @@ void accumulate(StepOutput& a, const StepOutput& b) {
   for (size_t i = 0; i < b.metric_state.size(); ++i) a.metric_state[i] += b.metric_state[i];
 }
 
-void apply_gradients(const Program& program, std::span<Tensor> values, std::span<Tensor> grads,
-                     std::vector<std::vector<Tensor>>& slots, int64_t step, float lr) {
+bool grads_finite(const Program& program, const ops::Context& ctx, std::span<const Tensor> grads) {
   const auto& vars = program.model->variables();
+  bool finite = true;
+  for (size_t i = 0; i < vars.size() && finite; ++i) {
+    if (vars[i].trainable) finite = ops::all_finite(ctx, grads[i]);
+  }
+  return finite;
+}
+
+bool apply_gradients(const Program& program, const ops::Context& ctx, std::span<Tensor> values,
+                     std::span<Tensor> grads, std::vector<std::vector<Tensor>>& slots, int64_t step, float lr) {
+  const auto& vars = program.model->variables();
+  if (program.mixed()) {
+    // Gradients are sums over the global batch (all-reduced, or summed
+    // towers): a non-finite value anywhere is non-finite on every replica and
+    // worker, so all skip the same step.
+    if (!grads_finite(program, ctx, grads)) return false;
+    if (const double s = program.loss_scale.scale(); s != 1.0) {
+      for (size_t i = 0; i < vars.size(); ++i) {
+        if (vars[i].trainable) ops::scale(ctx, grads[i], static_cast<float>(1.0 / s));
+      }
+    }
+  }
   if (program.optimizer_spec.clip_by_global_norm) {
     std::vector<Tensor*> g;
     for (size_t i = 0; i < vars.size(); ++i) {
       if (vars[i].trainable) g.push_back(&grads[i]);
     }
-    clip_by_global_norm(g, *program.optimizer_spec.clip_by_global_norm);
+    clip_by_global_norm(g, *program.optimizer_spec.clip_by_global_norm, ctx);
   }
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!vars[i].trainable) continue;
-    program.optimizer->apply(step + 1, lr, values[i], grads[i], slots[i]);
+    program.optimizer->apply(step + 1, lr, values[i], grads[i], slots[i], ctx);
   }
+  return true;
 }
 
-Status initialize_variables(const Program& program, std::vector<Tensor>& values,
+Status initialize_variables(const Program& program, const Device& device, std::vector<Tensor>& values,
                             std::vector<std::vector<Tensor>>& slots) {
   const auto& vars = program.model->variables();
   const auto slot_names = program.optimizer->slot_names();
@@ -62,10 +104,12 @@ Status initialize_variables(const Program& program, std::vector<Tensor>& values,
     Tensor t(v.shape);
     Status s = initialize(t, v.init, program.seed, v.name);
     if (!s) return config_error(fmt::format("variable {}: {}", v.name, s.error().message));
-    values.push_back(t);
+    values.push_back(t.to(device));
     std::vector<Tensor> var_slots;
     if (v.trainable) {
-      for (size_t k = 0; k < slot_names.size(); ++k) var_slots.emplace_back(v.shape, program.optimizer->slot_initial_value(k));
+      for (size_t k = 0; k < slot_names.size(); ++k) {
+        var_slots.push_back(Tensor(v.shape, program.optimizer->slot_initial_value(k)).to(device));
+      }
     }
     slots.push_back(std::move(var_slots));
   }
@@ -77,9 +121,11 @@ std::vector<std::pair<std::string, Tensor>> state_list(const Program& program, c
   const auto& vars = program.model->variables();
   const auto slot_names = program.optimizer->slot_names();
   std::vector<std::pair<std::string, Tensor>> out;
-  for (size_t i = 0; i < vars.size(); ++i) out.emplace_back(vars[i].name, values[i]);
+  for (size_t i = 0; i < vars.size(); ++i) out.emplace_back(vars[i].name, values[i].to_host());
   for (size_t i = 0; i < vars.size(); ++i) {
-    for (size_t k = 0; k < slots[i].size(); ++k) out.emplace_back(vars[i].name + "/" + slot_names[k], slots[i][k]);
+    for (size_t k = 0; k < slots[i].size(); ++k) {
+      out.emplace_back(vars[i].name + "/" + slot_names[k], slots[i][k].to_host());
+    }
   }
   return out;
 }

@@ -15,6 +15,12 @@
 
 namespace dtrain {
 
+// `host` on the replica's device: itself when the replica computes in host
+// memory, else copied into `buffer` (kept and reused while shapes agree).
+Tensor on_replica(const ReplicaState& rs, Tensor& buffer, const Tensor& host);
+// A new copy of t on `device` (never shares storage, even in host memory).
+Tensor copy_on(const Tensor& t, const Device& device);
+
 // Runs forward (and, when training, backward) on rows [begin, end) of batch,
 // whose global example offset is `begin`. grad_scale multiplies d(loss sum)
 // (1 / global batch for a mean over the global batch). Fills rs.grads when
@@ -27,19 +33,28 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
 void accumulate(StepOutput& a, const StepOutput& b);
 
 // Applies clip_by_global_norm (if configured) and the optimizer to every
-// trainable variable: values[i] -= update(grads[i], slots[i]).
-void apply_gradients(const Program& program, std::span<Tensor> values, std::span<Tensor> grads,
-                     std::vector<std::vector<Tensor>>& slots, int64_t step, float lr);
+// trainable variable: values[i] -= update(grads[i], slots[i]), on ctx.device,
+// where all of them live. Under mixed precision the gradients are first
+// checked (a step whose gradients are not all finite is skipped: returns
+// false, nothing changes) and divided by the loss scale. Returns true when
+// the update was applied.
+bool apply_gradients(const Program& program, const ops::Context& ctx, std::span<Tensor> values,
+                     std::span<Tensor> grads, std::vector<std::vector<Tensor>>& slots, int64_t step, float lr);
+
+// True when every trainable gradient is finite (reads one flag per variable
+// back from ctx.device).
+bool grads_finite(const Program& program, const ops::Context& ctx, std::span<const Tensor> grads);
 
 // Initial values for every variable of the model (seeded) and the optimizer's
-// slots, one logical copy.
-Status initialize_variables(const Program& program, std::vector<Tensor>& values,
+// slots, one logical copy on `device` (computed on the host, then copied).
+Status initialize_variables(const Program& program, const Device& device, std::vector<Tensor>& values,
                             std::vector<std::vector<Tensor>>& slots);
 
-// The (name, tensor) list a checkpoint holds: variables then their slots.
+// The (name, tensor) list a checkpoint holds: variables then their slots, as
+// host tensors (copies of device tensors).
 std::vector<std::pair<std::string, Tensor>> state_list(const Program& program, const std::vector<Tensor>& values,
                                                        const std::vector<std::vector<Tensor>>& slots);
-// Copies a checkpoint's tensors into values and slots.
+// Copies a checkpoint's (host) tensors into values and slots (any device).
 Status assign_state(const Program& program, const CheckpointData& ckpt, std::vector<Tensor>& values,
                     std::vector<std::vector<Tensor>>& slots);
 

@@ -4,13 +4,22 @@
 
 #include <algorithm>
 
+#include "strategies/all_reduce.hpp"
 #include "strategies/replica_step.hpp"
 
 namespace dtrain {
 
 ReplicatedStrategy::ReplicatedStrategy(Program& program, std::vector<std::string> devices)
     : program_(program), devices_(std::move(devices)), pool_(static_cast<int>(devices_.size())) {
-  for (size_t r = 0; r < devices_.size(); ++r) replicas_.push_back(program_.model->make_replica_state());
+  for (size_t r = 0; r < devices_.size(); ++r) {
+    replicas_.push_back(program_.model->make_replica_state(program_.context_on(devices_[r])));
+  }
+  // replicate_model_fn's rule: the shared copy sits on the one device, or on
+  // the host when there are several that do not share memory.
+  variable_ctx_ = replicas_[0].ctx;
+  for (const ReplicaState& rs : replicas_) {
+    if (!rs.ctx.device.same_memory(variable_ctx_.device)) variable_ctx_.device = kHost;
+  }
   for (ReplicaState& rs : replicas_) replica_ptrs_.push_back(&rs);
 }
 
@@ -34,19 +43,32 @@ StepOutput ReplicatedStrategy::sum_outputs(const std::vector<StepOutput>& outs) 
 void ReplicatedStrategy::share_one_copy(std::vector<Tensor>& values) {
   const auto& vars = program_.model->variables();
   for (size_t r = 0; r < replicas_.size(); ++r) {
+    const Device& d = replicas_[r].ctx.device;
     for (size_t i = 0; i < vars.size(); ++i) {
-      replicas_[r].values[i] = (vars[i].trainable || r == 0) ? values[i] : values[i].clone();
+      const bool view = values[i].device().same_memory(d) && (vars[i].trainable || r == 0);
+      replicas_[r].values[i] = view ? values[i] : copy_on(values[i], d);
     }
   }
 }
 
 void ReplicatedStrategy::refresh_private_copies(const std::vector<Tensor>& values) {
-  const auto& vars = program_.model->variables();
-  for (size_t r = 1; r < replicas_.size(); ++r) {
-    for (size_t i = 0; i < vars.size(); ++i) {
-      if (!vars[i].trainable) replicas_[r].values[i].copy_from(values[i]);
+  for (ReplicaState& rs : replicas_) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!rs.values[i].shares_storage(values[i])) rs.values[i].copy_from(values[i]);
     }
   }
+}
+
+std::span<Tensor> ReplicatedStrategy::reduce_to_variables(const std::vector<size_t>& trainable) {
+  sum_into_first(replica_ptrs_, trainable);
+  std::vector<Tensor>& summed = replicas_[0].grads;
+  if (summed.empty() || variable_ctx_.device.same_memory(replicas_[0].ctx.device)) return summed;
+  if (variable_grads_.size() != summed.size()) variable_grads_.resize(summed.size());
+  for (size_t i : trainable) {
+    if (variable_grads_[i].empty()) variable_grads_[i] = Tensor::empty(summed[i].shape(), DType::f32, variable_ctx_.device);
+    variable_grads_[i].copy_from(summed[i]);
+  }
+  return variable_grads_;
 }
 
 StepOutput ReplicatedStrategy::eval_step(const Batch& batch) {
@@ -62,9 +84,10 @@ Tensor ReplicatedStrategy::predict_step(const Batch& batch) {
   Tensor out(shape);
   on_shards(batch.size(), [&](int r, int64_t begin, int64_t end) {
     if (end > begin) {
-      ForwardContext ctx{false, program_.seed, 0, begin};
-      const Tensor p = program_.loss->predictions(
-          program_.model->forward(ctx, replicas_[static_cast<size_t>(r)], batch.features.rows(begin, end)));
+      ReplicaState& rs = replicas_[static_cast<size_t>(r)];
+      ForwardContext ctx{false, program_.seed, 0, begin, &rs.ctx};
+      const Tensor x = on_replica(rs, rs.features, batch.features.rows(begin, end));
+      const Tensor p = program_.loss->predictions(program_.model->forward(ctx, rs, x).to_host());
       out.rows(begin, end).copy_from(p);
     }
     return StepOutput{};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,14 +33,23 @@ class ReplicatedStrategy : public Strategy {
   // statistics, written in forward) are private copies for replicas after
   // the first, so towers never race on them.
   void share_one_copy(std::vector<Tensor>& values);
+  // Replicas on a device that does not share memory with `values` get a
+  // private copy of every variable.
   // Refreshes those private copies from `values` (before each step).
   void refresh_private_copies(const std::vector<Tensor>& values);
+  // Sums the replicas' gradients of `trainable` into replica 0's and returns
+  // them on the variable device (copied there when replica 0 is elsewhere).
+  std::span<Tensor> reduce_to_variables(const std::vector<size_t>& trainable);
 
   Program& program_;
   std::vector<std::string> devices_;
   ReplicaPool pool_;
   std::vector<ReplicaState> replicas_;
   std::vector<ReplicaState*> replica_ptrs_;  // &replicas_[r]
+  // Where one shared copy of the variables lives (towers, parameter_server's
+  // local cache) and where the optimizer runs on it.
+  ops::Context variable_ctx_;
+  std::vector<Tensor> variable_grads_;  // reduce_to_variables' copies on the variable device
 };
 
 }  // namespace dtrain

@@ -7,7 +7,7 @@
 namespace dtrain {
 
 Status TowersStrategy::create_variables() {
-  if (Status s = initialize_variables(program_, values_, slots_); !s) return s;
+  if (Status s = initialize_variables(program_, variable_ctx_.device, values_, slots_); !s) return s;
   share_one_copy(values_);
   return Status::Ok();
 }
@@ -40,8 +40,12 @@ StepOutput TowersStrategy::train_step(const Batch& batch, int64_t step, float lr
   for (size_t i = 0; i < vars.size(); ++i) {
     if (vars[i].trainable) trainable.push_back(i);
   }
-  sum_into_first(replica_ptrs_, trainable);
-  apply_gradients(program_, values_, replicas_[0].grads, slots_, step, lr);
+  const bool applied =
+      apply_gradients(program_, variable_ctx_, values_, reduce_to_variables(trainable), slots_, step, lr);
+  program_.loss_scale.update(applied);
+  // Towers on devices that do not share the variables' memory compute on
+  // private copies: bring them up to date for evaluation and prediction.
+  refresh_private_copies(values_);
   return sum_outputs(outs);
 }
 

@@ -87,6 +87,13 @@ Result<CheckpointData> Estimator::read_compatible_checkpoint(const std::string& 
 Status Estimator::restore_from(const CheckpointData& ckpt) {
   if (Status s = strategy_->restore(ckpt); !s) return s;
   global_step_ = ckpt.global_step;
+  // A float32 checkpoint resumes under mixed precision with a fresh scale;
+  // a mixed one under float32 ignores its scale.
+  if (auto scale = ckpt.metadata.find("loss_scale"); scale != ckpt.metadata.end() && program_.mixed()) {
+    auto good = ckpt.metadata.find("loss_scale_good_steps");
+    program_.loss_scale.restore(std::strtod(scale->second.c_str(), nullptr),
+                                good == ckpt.metadata.end() ? 0 : std::strtoll(good->second.c_str(), nullptr, 10));
+  }
   auto it = ckpt.metadata.find("input_position");
   restored_input_position_ = it == ckpt.metadata.end() ? 0 : std::stoll(it->second);
   // Float sums split over threads change with the thread count, so a
@@ -132,7 +139,13 @@ Status Estimator::save(int64_t input_position) {
       {"optimizer", job_.optimizer.type},
       {"dtrain_version", kDtrainVersion},
       {"compute_threads", std::to_string(omp_get_max_threads())},
+      {"precision_compute", job_.precision.compute},
   };
+  if (program_.mixed()) {
+    // The loss scale (1 for bfloat16, dynamic for float16) resumes where it was.
+    data.metadata["loss_scale"] = fmt::format("{}", program_.loss_scale.scale());
+    data.metadata["loss_scale_good_steps"] = std::to_string(program_.loss_scale.good_steps());
+  }
   data.tensors = strategy_->logical_state();
   auto path = save_checkpoint(job_.run.model_dir, data, job_.run.keep_checkpoint_max);
   if (!path) return path.error();

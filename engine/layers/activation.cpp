@@ -10,6 +10,7 @@
 
 #include "engine/kernels/eltwise.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/ops/dispatch.hpp"
 
 namespace dtrain {
 
@@ -83,10 +84,15 @@ Result<Shape> Activation::build(const Shape& input) {
   return input;
 }
 
-void Activation::forward(const ForwardContext&, std::span<Tensor>, const Tensor& x, Tensor& y, LayerCache&) const {
+void Activation::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor& x, Tensor& y,
+                         LayerCache&) const {
   prepare_output(y, x.shape(), {&x});
-  const float* in = x.data();
-  float* out = y.data();
+  ops::on_device(*ctx.ops, "activation", {&x, &y}, [&] { forward_kernel(x, y); });
+}
+
+void Activation::forward_kernel(const Tensor& x, Tensor& y) const {
+  const auto* in = static_cast<const float*>(x.raw());
+  auto* out = static_cast<float*>(y.raw());
   const int64_t n = x.numel();
   switch (kind_) {
     case ActivationKind::kRelu:
@@ -102,19 +108,24 @@ void Activation::forward(const ForwardContext&, std::span<Tensor>, const Tensor&
   }
 }
 
-void Activation::backward(const ForwardContext&, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
+void Activation::backward(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
                           const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache&) const {
   if (dx == nullptr) return;
   assert(dy.numel() == x.numel() && y.numel() == x.numel());
   // dx may share storage with dy (every kernel below is elementwise or reads
   // a row of dy before writing it), but not with x or y.
   prepare_output(*dx, x.shape(), {&x, &y});
+  ops::on_device(*ctx.ops, "activation_backward", {&x, &y, &dy, dx}, [&] { backward_kernel(x, y, dy, *dx); });
+}
+
+void Activation::backward_kernel(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const {
   const int64_t n = x.numel();
-  const float* g = dy.data();
-  float* out = dx->data();
+  const auto* g = static_cast<const float*>(dy.raw());
+  auto* out = static_cast<float*>(dx.raw());
+  const auto* xp = static_cast<const float*>(x.raw());
+  const auto* yp = static_cast<const float*>(y.raw());
   switch (kind_) {
     case ActivationKind::kRelu: {
-      const float* yp = y.data();
       // Both loads are unconditional so the select vectorises (no branch).
 #pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
       for (int64_t i = 0; i < n; ++i) {
@@ -124,13 +135,13 @@ void Activation::backward(const ForwardContext&, std::span<const Tensor>, std::s
       break;
     }
     case ActivationKind::kSoftmax:
-      softmax_backward_rows(y.data(), g, out, n / last_dim_, last_dim_);
+      softmax_backward_rows(yp, g, out, n / last_dim_, last_dim_);
       break;
     case ActivationKind::kGelu:
-      kernels::eltwise_backward(kernels::EltwiseKind::kGelu, x.data(), g, out, n);
+      kernels::eltwise_backward(kernels::EltwiseKind::kGelu, xp, g, out, n);
       break;
     default:
-      kernels::eltwise_backward(eltwise_of(kind_), y.data(), g, out, n);
+      kernels::eltwise_backward(eltwise_of(kind_), yp, g, out, n);
   }
 }
 

@@ -23,6 +23,7 @@ class Activation : public Layer {
   static Result<ActivationKind> parse(const std::string& name);
 
   std::string type() const override { return "activation"; }
+  std::vector<std::string_view> ops() const override { return {"activation"}; }
   const std::string& function() const;  // "relu", ...
   Result<Shape> build(const Shape& input) override;
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
@@ -31,6 +32,9 @@ class Activation : public Layer {
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
 
  private:
+  // The CPU kernels (raw memory of the call's device).
+  void forward_kernel(const Tensor& x, Tensor& y) const;
+  void backward_kernel(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const;
   ActivationKind kind_;
   int64_t last_dim_ = 1;
 };

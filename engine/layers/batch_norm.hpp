@@ -17,6 +17,7 @@ class BatchNorm : public Layer {
   BatchNorm(float momentum, float epsilon) : momentum_(momentum), epsilon_(epsilon) {}
 
   std::string type() const override { return "batch_norm"; }
+  std::vector<std::string_view> ops() const override { return {"batch_norm"}; }
   // REQUIRES: rank >= 1 input; C = its last dimension.
   Result<Shape> build(const Shape& input) override;
   // gamma (ones), beta (zeros) trainable; moving_mean (zeros), moving_variance

@@ -7,6 +7,8 @@
 
 #include "engine/kernels/padding.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/ops/dispatch.hpp"
+#include "engine/ops/library.hpp"
 
 namespace dtrain {
 
@@ -63,21 +65,21 @@ kernels::Conv2dShape Conv2D::shape_for(int64_t batch) const {
   return s;
 }
 
-void Conv2D::forward(const ForwardContext&, std::span<Tensor> params, const Tensor& x, Tensor& y,
+void Conv2D::forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                      LayerCache& cache) const {
   assert(x.rank() == 4 && x.dim(1) == geom_.ih && x.dim(2) == geom_.iw && x.dim(3) == geom_.ic);
   const auto s = shape_for(x.dim(0));
   prepare_output(y, {s.n, s.oh, s.ow, s.oc}, {&x, &params[0]});
   if (s.n == 0) return;
-  kernels::conv2d_forward(s, x.data(), params[0].data(), o_.use_bias ? params[1].data() : nullptr, y.data());
+  ops::conv2d_forward(*ctx.ops, s, x, params[0], o_.use_bias ? &params[1] : nullptr, y);
   if (relu_) {
     // Scratch for backward's masked gradient, kept across steps.
     if (cache.saved.empty()) cache.saved.resize(1);
-    if (cache.saved[0].numel() != y.numel()) cache.saved[0] = Tensor(y.shape());
+    prepare_output(cache.saved[0], y.shape(), {&y});
   }
 }
 
-void Conv2D::backward(const ForwardContext&, std::span<const Tensor> params, std::span<Tensor> grads,
+void Conv2D::backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
                       const Tensor& x, const Tensor& y, const Tensor& dy_in, Tensor* dx,
                       const LayerCache& cache) const {
   const auto s = shape_for(x.dim(0));
@@ -86,12 +88,14 @@ void Conv2D::backward(const ForwardContext&, std::span<const Tensor> params, std
     // d(relu)/d(pre-activation) is 1 where the output is positive. The
     // scratch tensor shares storage with the cache (a handle copy).
     dy = cache.saved[0];
-    const float* g = dy_in.data();
-    const float* out = y.data();
-    float* masked = dy.data();
-    const int64_t n = dy.numel();
+    ops::on_device(*ctx.ops, "conv2d relu mask", {&dy_in, &y, &dy}, [&] {
+      const auto* g = static_cast<const float*>(dy_in.raw());
+      const auto* out = static_cast<const float*>(y.raw());
+      auto* masked = static_cast<float*>(dy.raw());
+      const int64_t n = dy.numel();
 #pragma omp parallel for simd schedule(static) if (n >= (1 << 16))
-    for (int64_t i = 0; i < n; ++i) masked[i] = out[i] > 0.0f ? g[i] : 0.0f;
+      for (int64_t i = 0; i < n; ++i) masked[i] = out[i] > 0.0f ? g[i] : 0.0f;
+    });
   }
   assert(dy.rank() == 4 && dy.dim(0) == s.n && dy.dim(1) == s.oh && dy.dim(2) == s.ow && dy.dim(3) == s.oc);
   prepare_output(grads[0], {s.kh, s.kw, s.ic, s.oc}, {&x, &dy});
@@ -102,9 +106,8 @@ void Conv2D::backward(const ForwardContext&, std::span<const Tensor> params, std
     if (o_.use_bias) grads[1].zero();
     return;
   }
-  kernels::conv2d_backward_weights(s, x.data(), dy.data(), grads[0].data(),
-                                   o_.use_bias ? grads[1].data() : nullptr);
-  if (dx != nullptr) kernels::conv2d_backward_data(s, dy.data(), params[0].data(), dx->data());
+  ops::conv2d_backward_weights(*ctx.ops, s, x, dy, grads[0], o_.use_bias ? &grads[1] : nullptr);
+  if (dx != nullptr) ops::conv2d_backward_data(*ctx.ops, s, dy, params[0], *dx);
 }
 
 }  // namespace dtrain

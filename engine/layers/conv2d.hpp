@@ -24,6 +24,7 @@ class Conv2D : public Layer {
   explicit Conv2D(Conv2dOptions o) : o_(std::move(o)) {}
 
   std::string type() const override { return "conv2d"; }
+  std::vector<std::string_view> ops() const override { return {"conv2d", "activation"}; }
   // REQUIRES: input (H, W, C); errors on other ranks and on an empty output.
   Result<Shape> build(const Shape& input) override;
   // kernel (kh, kw, C_in, filters); bias (filters) when use_bias. Both trainable.

@@ -9,6 +9,8 @@
 
 #include "engine/kernels/matmul.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/ops/core.hpp"
+#include "engine/ops/library.hpp"
 
 namespace dtrain {
 
@@ -30,16 +32,15 @@ std::vector<ParamSpec> Dense::params() const {
   return p;
 }
 
-void Dense::forward(const ForwardContext&, std::span<Tensor> params, const Tensor& x, Tensor& y,
+void Dense::forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                     LayerCache&) const {
   assert(x.rank() == 2 && x.dim(1) == in_);
   const int64_t batch = x.dim(0);
   prepare_output(y, {batch, units_}, {&x, &params[0]});
-  const float* bias = use_bias_ ? params[1].data() : nullptr;
-  kernels::matmul({batch, units_, in_}, x.data(), params[0].data(), bias, y.data());
+  ops::matmul(*ctx.ops, {batch, units_, in_}, x, params[0], use_bias_ ? &params[1] : nullptr, y);
 }
 
-void Dense::backward(const ForwardContext&, std::span<const Tensor> params, std::span<Tensor> grads,
+void Dense::backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
                      const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache&) const {
   const int64_t batch = x.dim(0);
   assert(dy.rank() == 2 && dy.dim(0) == batch && dy.dim(1) == units_);
@@ -47,23 +48,17 @@ void Dense::backward(const ForwardContext&, std::span<const Tensor> params, std:
   prepare_output(grads[0], {in_, units_}, {&x, &dy});
   kernels::MatmulShape dw{in_, units_, batch};
   dw.trans_a = true;
-  kernels::matmul(dw, x.data(), dy.data(), nullptr, grads[0].data());
+  ops::matmul(*ctx.ops, dw, x, dy, nullptr, grads[0]);
   if (use_bias_) {
-    Tensor& db = grads[1];
-    prepare_output(db, {units_}, {&dy});
-    float* out = db.data();
-    std::fill(out, out + units_, 0.0f);
-    for (int64_t r = 0; r < batch; ++r) {
-      const float* row = dy.data() + r * units_;
-      for (int64_t j = 0; j < units_; ++j) out[j] += row[j];
-    }
+    prepare_output(grads[1], {units_}, {&dy});
+    ops::sum_rows(*ctx.ops, dy, grads[1]);
   }
   if (dx != nullptr) {
     // dx (B, in) = dy (B, units) . W^T (units, in)
     prepare_output(*dx, {batch, in_}, {&dy, &params[0]});
     kernels::MatmulShape s{batch, in_, units_};
     s.trans_b = true;
-    kernels::matmul(s, dy.data(), params[0].data(), nullptr, dx->data());
+    ops::matmul(*ctx.ops, s, dy, params[0], nullptr, *dx);
   }
 }
 

@@ -11,6 +11,7 @@ class Dense : public Layer {
   Dense(int64_t units, bool use_bias, InitializerSpec kernel_init, InitializerSpec bias_init);
 
   std::string type() const override { return "dense"; }
+  std::vector<std::string_view> ops() const override { return {"matmul", "sum_rows"}; }
   // REQUIRES: input is rank 1 (features); anything else is a config error
   // asking for a flatten layer.
   Result<Shape> build(const Shape& input) override;

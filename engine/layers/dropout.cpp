@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/ops/core.hpp"
+#include "engine/ops/dispatch.hpp"
 #include "engine/rng.hpp"
 
 namespace dtrain {
@@ -73,13 +75,18 @@ void Dropout::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor
   const int64_t per = batch == 0 ? 0 : x.numel() / batch;
   const uint64_t key = mask_key(ctx.seed, ctx.step);
   const float scale = 1.0f / (1.0f - rate_);
-  for (int64_t r = 0; r < batch; ++r) {
-    const auto example = static_cast<uint64_t>(ctx.example_offset + r);
-    mask_row(key, example, rate_, scale, x.data() + r * per, mask.data() + r * per, y.data() + r * per, per);
-  }
+  ops::on_device(*ctx.ops, "dropout", {&x, &mask, &y}, [&] {
+    const auto* xp = static_cast<const float*>(x.raw());
+    auto* mp = static_cast<float*>(mask.raw());
+    auto* yp = static_cast<float*>(y.raw());
+    for (int64_t r = 0; r < batch; ++r) {
+      const auto example = static_cast<uint64_t>(ctx.example_offset + r);
+      mask_row(key, example, rate_, scale, xp + r * per, mp + r * per, yp + r * per, per);
+    }
+  });
 }
 
-void Dropout::backward(const ForwardContext&, std::span<const Tensor>, std::span<Tensor>, const Tensor&,
+void Dropout::backward(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>, const Tensor&,
                        const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache& cache) const {
   if (dx == nullptr) return;
   if (cache.ints.empty() || cache.ints[0] == 0) {
@@ -89,10 +96,7 @@ void Dropout::backward(const ForwardContext&, std::span<const Tensor>, std::span
   const Tensor& mask = cache.saved[0];
   assert(mask.numel() == dy.numel());
   prepare_output(*dx, dy.shape(), {&mask});
-  const float* m = mask.data();
-  const float* g = dy.data();
-  float* out = dx->data();
-  for (int64_t i = 0; i < dy.numel(); ++i) out[i] = g[i] * m[i];
+  ops::mul(*ctx.ops, dy, mask, *dx);
 }
 
 }  // namespace dtrain

@@ -20,6 +20,7 @@ class Dropout : public Layer {
   Dropout(float rate, std::string name);
 
   std::string type() const override { return "dropout"; }
+  std::vector<std::string_view> ops() const override { return {"dropout", "mul"}; }
   Result<Shape> build(const Shape& input) override;
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                LayerCache& cache) const override;

@@ -10,15 +10,26 @@ namespace dtrain {
 
 bool overlaps(const Tensor& a, const Tensor& b) {
   if (a.empty() || b.empty() || a.numel() == 0 || b.numel() == 0) return false;
-  const std::less<const float*> lt;
-  return lt(a.data(), b.data() + b.numel()) && lt(b.data(), a.data() + a.numel());
+  if (!a.device().same_memory(b.device())) return false;
+  const std::less<const char*> lt;
+  const auto* pa = static_cast<const char*>(a.raw());
+  const auto* pb = static_cast<const char*>(b.raw());
+  return lt(pa, pb + b.bytes()) && lt(pb, pa + a.bytes());
 }
 
 void prepare_output(Tensor& out, const Shape& shape, std::initializer_list<const Tensor*> inputs) {
-  bool reuse = !out.empty() && out.numel() == num_elements(shape);
+  Device device = kHost;
+  for (const Tensor* in : inputs) {
+    if (in != nullptr && !in->empty()) {
+      device = in->device();
+      break;
+    }
+  }
+  bool reuse = !out.empty() && out.numel() == num_elements(shape) && out.dtype() == DType::f32 &&
+               out.device() == device;
   for (const Tensor* in : inputs) reuse = reuse && !overlaps(out, *in);
   if (!reuse) {
-    out = Tensor(shape);
+    out = Tensor::empty(shape, DType::f32, device);
   } else if (out.shape() != shape) {
     out = out.reshaped(shape);
   }

@@ -19,9 +19,11 @@ namespace dtrain {
 // True when the element ranges of a and b share memory.
 bool overlaps(const Tensor& a, const Tensor& b);
 
-// Makes `out` a (B, ...) tensor of `shape` whose contents the caller will
-// overwrite. Keeps out's storage (re-viewed as `shape`) when it already holds
-// exactly that many elements and overlaps none of `inputs`; else allocates.
+// Makes `out` a float32 (B, ...) tensor of `shape`, on the device of the
+// first non-empty input, whose contents the caller will overwrite (new
+// storage is zero on the host, NaN on the debug device). Keeps out's storage
+// (re-viewed as `shape`) when it already holds exactly that many elements on
+// that device and overlaps none of `inputs`; else allocates.
 // This is how forward/backward avoid per-call allocations in steady state.
 void prepare_output(Tensor& out, const Shape& shape, std::initializer_list<const Tensor*> inputs);
 

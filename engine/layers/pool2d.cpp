@@ -7,6 +7,8 @@
 
 #include "engine/kernels/padding.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/ops/dispatch.hpp"
+#include "engine/ops/library.hpp"
 
 namespace dtrain {
 
@@ -51,36 +53,36 @@ kernels::Pool2dShape Pool2D::shape_for(int64_t batch) const {
   return s;
 }
 
-void Pool2D::forward(const ForwardContext&, std::span<Tensor>, const Tensor& x, Tensor& y,
+void Pool2D::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor& x, Tensor& y,
                      LayerCache& cache) const {
   assert(x.rank() == 4 && x.dim(1) == geom_.ih && x.dim(2) == geom_.iw && x.dim(3) == geom_.c);
   const auto s = shape_for(x.dim(0));
   prepare_output(y, {s.n, s.oh, s.ow, s.c}, {&x});
   if (s.n == 0) return;
   const size_t ws_bytes = kernels::pool2d_workspace_bytes(s);
-  float* ws = nullptr;
+  Tensor* ws = nullptr;
   if (ws_bytes > 0) {
     cache.saved.resize(1);
     const auto words = static_cast<int64_t>((ws_bytes + sizeof(float) - 1) / sizeof(float));
     prepare_output(cache.saved[0], {words}, {&x, &y});
-    ws = cache.saved[0].data();
+    ws = &cache.saved[0];
   }
-  kernels::pool2d_forward(s, x.data(), y.data(), ws);
+  ops::pool2d_forward(*ctx.ops, s, x, y, ws);
 }
 
-void Pool2D::backward(const ForwardContext&, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
+void Pool2D::backward(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
                       const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache& cache) const {
   if (dx == nullptr) return;
   const auto s = shape_for(x.dim(0));
   assert(dy.rank() == 4 && dy.dim(0) == s.n && dy.dim(1) == s.oh && dy.dim(2) == s.ow && dy.dim(3) == s.c);
   prepare_output(*dx, x.shape(), {&dy});
   if (s.n == 0) return;
-  const float* ws = nullptr;
+  const Tensor* ws = nullptr;
   if (o_.kind == kernels::PoolKind::kMax) {
     assert(!cache.saved.empty() && !cache.saved[0].empty());
-    ws = cache.saved[0].data();
+    ws = &cache.saved[0];
   }
-  kernels::pool2d_backward(s, dy.data(), dx->data(), ws);
+  ops::pool2d_backward(*ctx.ops, s, dy, *dx, ws);
 }
 
 }  // namespace dtrain

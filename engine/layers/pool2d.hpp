@@ -24,6 +24,7 @@ class Pool2D : public Layer {
   explicit Pool2D(Pool2dOptions o) : o_(o) {}
 
   std::string type() const override;  // "max_pool2d" | "avg_pool2d"
+  std::vector<std::string_view> ops() const override { return {"pool2d"}; }
   // REQUIRES: input (H, W, C); errors on other ranks and on an empty output.
   Result<Shape> build(const Shape& input) override;
   // cache.saved[0]: the max-pool workspace (raw bytes in a float tensor).

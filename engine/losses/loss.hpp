@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/ops/context.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -24,14 +25,21 @@ class Loss {
   // sigmoid_cross_entropy and mean_squared_error, as Keras). When dlogits is
   // non-null it is (re)allocated to logits' shape and set to
   // grad_scale * d(sum)/d(logits).
-  virtual double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits,
-                                  float grad_scale) const = 0;
-  // Model output -> predictions: softmax probabilities (softmax losses),
+  // Every tensor lives on ctx.device; dlogits is (re)allocated there. The
+  // sum comes back to the host (a counted copy on a non-host device).
+  virtual double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
+                                  const ops::Context& ctx = ops::host_context()) const = 0;
+  // Host tensors. Model output -> predictions: softmax probabilities (softmax losses),
   // sigmoid probabilities (sigmoid_cross_entropy), identity (mean_squared_error).
   virtual Tensor predictions(const Tensor& logits) const = 0;
 };
 
 // sparse_softmax_cross_entropy | softmax_cross_entropy | sigmoid_cross_entropy | mean_squared_error
 Result<std::unique_ptr<Loss>> make_loss(const std::string& name);
+
+// For the loss implementations: makes *dlogits (when non-null) a float32
+// tensor of logits' shape on logits' device; counts the loss sum's read-back.
+void prepare_dlogits(const Tensor& logits, Tensor* dlogits);
+void count_loss_read(const ops::Context& ctx);
 
 }  // namespace dtrain

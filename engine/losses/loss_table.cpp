@@ -53,3 +53,18 @@ Result<std::unique_ptr<Loss>> make_loss(const std::string& name) {
 }
 
 }  // namespace dtrain
+
+namespace dtrain {
+
+void prepare_dlogits(const Tensor& logits, Tensor* dlogits) {
+  if (dlogits == nullptr) return;
+  if (dlogits->shape() != logits.shape() || dlogits->device() != logits.device() || dlogits->dtype() != DType::f32) {
+    *dlogits = Tensor::empty(logits.shape(), DType::f32, logits.device());
+  }
+}
+
+void count_loss_read(const ops::Context& ctx) {
+  if (!ctx.device.is_host()) count_copy(kHost, ctx.device);
+}
+
+}  // namespace dtrain

@@ -7,6 +7,8 @@
 #include "engine/losses/loss_kind.hpp"
 #include "engine/losses/stable_sigmoid.hpp"
 
+#include "engine/ops/dispatch.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -18,28 +20,31 @@ class SigmoidCrossEntropy final : public Loss {
     return check_elementwise_shapes(name(), output, label);
   }
 
-  double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits,
-                          float grad_scale) const override {
+  double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
+                          const ops::Context& ctx) const override {
     const int64_t b = logits.dim(0);
     const int64_t n = b == 0 ? 0 : logits.numel() / b;
     assert(labels.numel() == logits.numel());
-    if (dlogits != nullptr && dlogits->shape() != logits.shape()) *dlogits = Tensor(logits.shape());
-    const float* x = logits.data();
-    const float* t = labels.data();
-    const float gscale = n == 0 ? 0.0f : grad_scale / static_cast<float>(n);
+    prepare_dlogits(logits, dlogits);
     double total = 0.0;
-    for (int64_t i = 0; i < b; ++i) {
-      double sum = 0.0;
-      for (int64_t j = i * n; j < (i + 1) * n; ++j) {
-        const float xv = x[j];
-        sum += static_cast<double>(std::fmax(xv, 0.0f) - xv * t[j] + std::log1p(std::exp(-std::fabs(xv))));
+    ops::on_device(ctx, "sigmoid_cross_entropy", {&logits, &labels, dlogits}, [&] {
+      const auto* x = static_cast<const float*>(logits.raw());
+      const auto* t = static_cast<const float*>(labels.raw());
+      const float gscale = n == 0 ? 0.0f : grad_scale / static_cast<float>(n);
+      for (int64_t i = 0; i < b; ++i) {
+        double sum = 0.0;
+        for (int64_t j = i * n; j < (i + 1) * n; ++j) {
+          const float xv = x[j];
+          sum += static_cast<double>(std::fmax(xv, 0.0f) - xv * t[j] + std::log1p(std::exp(-std::fabs(xv))));
+        }
+        total += sum / static_cast<double>(n);
       }
-      total += sum / static_cast<double>(n);
-    }
-    if (dlogits != nullptr) {
-      float* g = dlogits->data();
-      for (int64_t j = 0; j < b * n; ++j) g[j] = gscale * (stable_sigmoid(x[j]) - t[j]);
-    }
+      if (dlogits != nullptr) {
+        float* g = static_cast<float*>(dlogits->raw());
+        for (int64_t j = 0; j < b * n; ++j) g[j] = gscale * (stable_sigmoid(x[j]) - t[j]);
+      }
+    });
+    count_loss_read(ctx);
     return total;
   }
 

@@ -5,6 +5,8 @@
 #include "engine/losses/loss_kind.hpp"
 #include "engine/losses/softmax_rows.hpp"
 
+#include "engine/ops/dispatch.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -24,31 +26,34 @@ class SoftmaxCrossEntropy final : public Loss {
 
   // Per example: lse * sum(t) - sum(t * x); gradient softmax * sum(t) - t,
   // exact also for targets that do not sum to one.
-  double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits,
-                          float grad_scale) const override {
+  double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
+                          const ops::Context& ctx) const override {
     const int64_t b = logits.dim(0);
     const int64_t c = b == 0 ? 0 : logits.numel() / b;
     assert(labels.numel() == logits.numel());
-    if (dlogits != nullptr && dlogits->shape() != logits.shape()) *dlogits = Tensor(logits.shape());
-    const float* x = logits.data();
-    const float* t = labels.data();
+    prepare_dlogits(logits, dlogits);
     double total = 0.0;
-    for (int64_t i = 0; i < b; ++i) {
-      const float* row = x + i * c;
-      const float* trow = t + i * c;
-      const double lse = log_sum_exp(row, c);
-      double tsum = 0.0, tx = 0.0;
-      for (int64_t j = 0; j < c; ++j) {
-        tsum += static_cast<double>(trow[j]);
-        tx += static_cast<double>(trow[j]) * static_cast<double>(row[j]);
+    ops::on_device(ctx, "softmax_cross_entropy", {&logits, &labels, dlogits}, [&] {
+      const auto* x = static_cast<const float*>(logits.raw());
+      const auto* t = static_cast<const float*>(labels.raw());
+      for (int64_t i = 0; i < b; ++i) {
+        const float* row = x + i * c;
+        const float* trow = t + i * c;
+        const double lse = log_sum_exp(row, c);
+        double tsum = 0.0, tx = 0.0;
+        for (int64_t j = 0; j < c; ++j) {
+          tsum += static_cast<double>(trow[j]);
+          tx += static_cast<double>(trow[j]) * static_cast<double>(row[j]);
+        }
+        total += lse * tsum - tx;
+        if (dlogits != nullptr) {
+          float* g = static_cast<float*>(dlogits->raw()) + i * c;
+          softmax_from_lse(row, lse, grad_scale * static_cast<float>(tsum), g, c);
+          for (int64_t j = 0; j < c; ++j) g[j] -= grad_scale * trow[j];
+        }
       }
-      total += lse * tsum - tx;
-      if (dlogits != nullptr) {
-        float* g = dlogits->data() + i * c;
-        softmax_from_lse(row, lse, grad_scale * static_cast<float>(tsum), g, c);
-        for (int64_t j = 0; j < c; ++j) g[j] -= grad_scale * trow[j];
-      }
-    }
+    });
+    count_loss_read(ctx);
     return total;
   }
 

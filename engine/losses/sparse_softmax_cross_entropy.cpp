@@ -7,6 +7,8 @@
 #include "engine/losses/loss_kind.hpp"
 #include "engine/losses/softmax_rows.hpp"
 
+#include "engine/ops/dispatch.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -25,32 +27,35 @@ class SparseSoftmaxCrossEntropy final : public Loss {
 
   // A label that is not an integer in [0, C) gives that example a NaN loss
   // and NaN gradient row (check_labels reports it properly beforehand).
-  double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits,
-                          float grad_scale) const override {
+  double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
+                          const ops::Context& ctx) const override {
     const int64_t b = logits.dim(0);
     const int64_t c = b == 0 ? 0 : logits.numel() / b;
     assert(labels.numel() == b);
-    if (dlogits != nullptr && dlogits->shape() != logits.shape()) *dlogits = Tensor(logits.shape());
-    const float* x = logits.data();
-    const float* y = labels.data();
+    prepare_dlogits(logits, dlogits);
     double total = 0.0;
-    for (int64_t i = 0; i < b; ++i) {
-      const float* row = x + i * c;
-      const double lse = log_sum_exp(row, c);
-      const float label = y[i];
-      const bool valid = label >= 0.0f && label < static_cast<float>(c) && label == std::floor(label);
-      const int64_t k = valid ? static_cast<int64_t>(label) : 0;
-      total += valid ? lse - static_cast<double>(row[k]) : std::numeric_limits<double>::quiet_NaN();
-      if (dlogits != nullptr) {
-        float* g = dlogits->data() + i * c;
-        softmax_from_lse(row, lse, grad_scale, g, c);
-        if (valid) {
-          g[k] -= grad_scale;
-        } else {
-          for (int64_t j = 0; j < c; ++j) g[j] = std::numeric_limits<float>::quiet_NaN();
+    ops::on_device(ctx, "sparse_softmax_cross_entropy", {&logits, &labels, dlogits}, [&] {
+      const auto* x = static_cast<const float*>(logits.raw());
+      const auto* y = static_cast<const float*>(labels.raw());
+      for (int64_t i = 0; i < b; ++i) {
+        const float* row = x + i * c;
+        const double lse = log_sum_exp(row, c);
+        const float label = y[i];
+        const bool valid = label >= 0.0f && label < static_cast<float>(c) && label == std::floor(label);
+        const int64_t k = valid ? static_cast<int64_t>(label) : 0;
+        total += valid ? lse - static_cast<double>(row[k]) : std::numeric_limits<double>::quiet_NaN();
+        if (dlogits != nullptr) {
+          float* g = static_cast<float*>(dlogits->raw()) + i * c;
+          softmax_from_lse(row, lse, grad_scale, g, c);
+          if (valid) {
+            g[k] -= grad_scale;
+          } else {
+            for (int64_t j = 0; j < c; ++j) g[j] = std::numeric_limits<float>::quiet_NaN();
+          }
         }
       }
-    }
+    });
+    count_loss_read(ctx);
     return total;
   }
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "engine/layers/registry.hpp"
+#include "engine/ops/support.hpp"
 
 namespace dtrain {
 
@@ -35,7 +36,8 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
     for (int64_t d : *out) {
       if (d <= 0) return place(fmt::format("output shape {} has an empty dimension", shape_str(*out)));
     }
-    Entry e{std::move(*layer), name, model->variables_.size(), 0, *out};
+    const std::string place_text = fmt::format("{}model.layers[{}] ({})", where, i, ls.type);
+    Entry e{std::move(*layer), name, place_text, model->variables_.size(), 0, *out};
     for (ParamSpec& p : e.layer->params()) {
       model->variables_.push_back({name + "/" + p.name, p.shape, p.init, p.trainable});
       ++e.num_vars;
@@ -47,11 +49,24 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
       if (!act) return place(act.error().message);
       auto act_out = (*act)->build(shape);
       if (!act_out) return place(act_out.error().message);
-      model->layers_.push_back({std::move(*act), name + "/" + ls.activation, model->variables_.size(), 0, *act_out});
+      model->layers_.push_back(
+          {std::move(*act), name + "/" + ls.activation, place_text, model->variables_.size(), 0, *act_out});
     }
   }
   model->output_shape_ = shape;
   return model;
+}
+
+Status Model::check_support(const ops::Context& ctx) const {
+  for (const Entry& e : layers_) {
+    for (std::string_view op : e.layer->ops()) {
+      if (!ops::supports(op, ctx)) {
+        return config_error(fmt::format("{}: {} cannot run on {} in {}: {}", e.place, e.layer->type(),
+                                        ctx.device.str(), dtype_name(ctx.compute), ops::why_unsupported(op, ctx)));
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 int64_t Model::num_parameters() const {
@@ -72,12 +87,13 @@ std::string Model::summary() const {
   return out;
 }
 
-ReplicaState Model::make_replica_state() const {
+ReplicaState Model::make_replica_state(const ops::Context& ctx) const {
   ReplicaState rs;
+  rs.ctx = ctx;
   rs.values.resize(variables_.size());
   rs.grads.resize(variables_.size());
   for (size_t i = 0; i < variables_.size(); ++i) {
-    if (variables_[i].trainable) rs.grads[i] = Tensor(variables_[i].shape);
+    if (variables_[i].trainable) rs.grads[i] = Tensor::zeros(variables_[i].shape, DType::f32, ctx.device);
   }
   rs.activations.resize(layers_.size());
   rs.caches.resize(layers_.size());

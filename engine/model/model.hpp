@@ -13,6 +13,7 @@
 
 #include "config_schema/job_spec.hpp"
 #include "engine/layer.hpp"
+#include "engine/ops/context.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -30,6 +31,7 @@ struct VariableSpec {
 // values (its own copy, or views of a shared copy), gradients, activations and
 // layer caches. Not thread-safe; one thread per replica.
 struct ReplicaState {
+  ops::Context ctx;                 // the replica's device and compute type: every tensor below lives there
   std::vector<Tensor> values;       // indexed like Model::variables()
   std::vector<Tensor> grads;        // same; allocated for trainable variables
   std::vector<Tensor> activations;  // activations[i] is the output of layer i
@@ -37,6 +39,9 @@ struct ReplicaState {
   // input_grads[i]: gradient w.r.t. layer i's input, kept per layer so its
   // buffer is reused step after step (no allocation in the steady state).
   std::vector<Tensor> input_grads;
+  // The replica's shard of the batch on its device (reused step after step
+  // when the replica is not on the host).
+  Tensor features, labels;
 };
 
 class Model {
@@ -52,9 +57,13 @@ class Model {
   int64_t num_parameters() const;
   std::string summary() const;  // one line per layer: name, type, output shape, params
 
-  // A ReplicaState with gradient and activation slots sized for this model;
-  // values are left empty for the strategy to fill.
-  ReplicaState make_replica_state() const;
+  // A kConfig error naming the first layer (its file:line:col), device and
+  // compute type that ctx's backend cannot run (engine/ops/support.hpp).
+  Status check_support(const ops::Context& ctx) const;
+
+  // A ReplicaState on ctx.device with gradient and activation slots sized
+  // for this model; values are left empty for the strategy to fill.
+  ReplicaState make_replica_state(const ops::Context& ctx = ops::host_context()) const;
 
   // x: (B, input_shape...). Returns the model output (B, output_shape...),
   // which stays valid in `rs` until the next forward.
@@ -73,6 +82,7 @@ class Model {
   struct Entry {
     std::unique_ptr<Layer> layer;
     std::string name;
+    std::string place;  // "job.yaml:7:7: model.layers[0] (conv2d)", for errors
     size_t first_var = 0, num_vars = 0;  // this layer's range in variables_
     Shape out_shape;
   };

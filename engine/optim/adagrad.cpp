@@ -5,6 +5,8 @@
 
 #include "engine/optim/optimizer_impls.hpp"
 
+#include "engine/ops/dispatch.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -16,19 +18,22 @@ class Adagrad final : public Optimizer {
   std::vector<std::string> slot_names() const override { return {"accumulator"}; }
   float slot_initial_value(size_t) const override { return initial_; }
 
-  void apply(int64_t, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots) const override {
+  void apply(int64_t, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots,
+             const ops::Context& ctx) const override {
     assert(grad.numel() == var.numel() && slots.size() == 1);
-    const int64_t n = var.numel();
-    float* __restrict w = var.data();
-    const float* __restrict g = grad.data();
-    float* __restrict acc = slots[0].data();
-    const float eps = eps_;
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      const float ai = acc[i] + gi * gi;
-      acc[i] = ai;
-      w[i] -= lr * gi / (std::sqrt(ai) + eps);
-    }
+    ops::on_device(ctx, "adagrad", {&var, &grad, slots.empty() ? nullptr : &slots[0], slots.size() > 1 ? &slots[1] : nullptr}, [&] {
+      const int64_t n = var.numel();
+      float* __restrict w = static_cast<float*>(var.raw());
+      const float* __restrict g = static_cast<const float*>(grad.raw());
+      float* __restrict acc = static_cast<float*>(slots[0].raw());
+      const float eps = eps_;
+      for (int64_t i = 0; i < n; ++i) {
+        const float gi = g[i];
+        const float ai = acc[i] + gi * gi;
+        acc[i] = ai;
+        w[i] -= lr * gi / (std::sqrt(ai) + eps);
+      }
+    });
   }
 
  private:

@@ -10,6 +10,8 @@
 #include "engine/cuda/update_math.hpp"  // the per-element update, shared with the GPU kernels
 #include "engine/optim/optimizer_impls.hpp"
 
+#include "engine/ops/dispatch.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -21,15 +23,18 @@ class Adam final : public Optimizer {
   std::string name() const override { return adamw_ ? "adamw" : "adam"; }
   std::vector<std::string> slot_names() const override { return {"m", "v"}; }
 
-  void apply(int64_t step, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots) const override {
+  void apply(int64_t step, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots,
+             const ops::Context& ctx) const override {
     assert(grad.numel() == var.numel() && slots.size() == 2 && step >= 1);
-    const cuda::exact::AdamScalars k = cuda::exact::adam_scalars(b1_, b2_, eps_, wd_, lr, step);
-    const int64_t n = var.numel();
-    float* __restrict w = var.data();
-    const float* __restrict g = grad.data();
-    float* __restrict m = slots[0].data();
-    float* __restrict v = slots[1].data();
-    for (int64_t i = 0; i < n; ++i) cuda::exact::adam(w[i], m[i], v[i], g[i], k);
+    ops::on_device(ctx, "adam", {&var, &grad, slots.empty() ? nullptr : &slots[0], slots.size() > 1 ? &slots[1] : nullptr}, [&] {
+      const cuda::exact::AdamScalars k = cuda::exact::adam_scalars(b1_, b2_, eps_, wd_, lr, step);
+      const int64_t n = var.numel();
+      float* __restrict w = static_cast<float*>(var.raw());
+      const float* __restrict g = static_cast<const float*>(grad.raw());
+      float* __restrict m = static_cast<float*>(slots[0].raw());
+      float* __restrict v = static_cast<float*>(slots[1].raw());
+      for (int64_t i = 0; i < n; ++i) cuda::exact::adam(w[i], m[i], v[i], g[i], k);
+    });
   }
 
  private:

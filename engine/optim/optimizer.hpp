@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config_schema/job_spec.hpp"
+#include "engine/ops/context.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -26,7 +27,9 @@ class Optimizer {
   virtual float slot_initial_value(size_t /*slot*/) const { return 0.0f; }
   // step: 1-based index of this update (adam's bias correction uses it).
   // REQUIRES: grad and every slot have var's shape; slots.size() == slot_names().size().
-  virtual void apply(int64_t step, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots) const = 0;
+  // Every tensor lives on ctx.device.
+  virtual void apply(int64_t step, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots,
+                     const ops::Context& ctx = ops::host_context()) const = 0;
 };
 
 Result<std::unique_ptr<Optimizer>> make_optimizer(const OptimizerSpec& spec);
@@ -49,7 +52,8 @@ double learning_rate_at(const OptimizerSpec& spec, int64_t step);
 
 // Scales every gradient by clip_norm / max(global_norm, clip_norm) (TensorFlow's
 // tf.clip_by_global_norm). Returns the global norm before clipping.
-double clip_by_global_norm(std::span<Tensor*> grads, double clip_norm);
-double global_norm(std::span<Tensor* const> grads);
+// The gradients live on ctx.device.
+double clip_by_global_norm(std::span<Tensor*> grads, double clip_norm, const ops::Context& ctx = ops::host_context());
+double global_norm(std::span<Tensor* const> grads, const ops::Context& ctx = ops::host_context());
 
 }  // namespace dtrain

@@ -10,6 +10,8 @@
 
 #include "engine/optim/optimizer_impls.hpp"
 
+#include "engine/ops/dispatch.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -24,32 +26,35 @@ class RmsProp final : public Optimizer {
     return {"rms"};
   }
 
-  void apply(int64_t, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots) const override {
+  void apply(int64_t, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots,
+             const ops::Context& ctx) const override {
     assert(grad.numel() == var.numel() && slots.size() == slot_names().size());
-    const int64_t n = var.numel();
-    float* __restrict w = var.data();
-    const float* __restrict g = grad.data();
-    float* __restrict ms = slots[0].data();
-    const float rho = rho_, one_minus_rho = 1.0f - rho_, eps = eps_;
-    if (momentum_ <= 0.0f) {
+    ops::on_device(ctx, "rmsprop", {&var, &grad, slots.empty() ? nullptr : &slots[0], slots.size() > 1 ? &slots[1] : nullptr}, [&] {
+      const int64_t n = var.numel();
+      float* __restrict w = static_cast<float*>(var.raw());
+      const float* __restrict g = static_cast<const float*>(grad.raw());
+      float* __restrict ms = static_cast<float*>(slots[0].raw());
+      const float rho = rho_, one_minus_rho = 1.0f - rho_, eps = eps_;
+      if (momentum_ <= 0.0f) {
+        for (int64_t i = 0; i < n; ++i) {
+          const float gi = g[i];
+          const float msi = rho * ms[i] + one_minus_rho * gi * gi;
+          ms[i] = msi;
+          w[i] -= lr * gi / (std::sqrt(msi) + eps);
+        }
+        return;
+      }
+      float* __restrict mom = static_cast<float*>(slots[1].raw());
+      const float mu = momentum_;
       for (int64_t i = 0; i < n; ++i) {
         const float gi = g[i];
         const float msi = rho * ms[i] + one_minus_rho * gi * gi;
         ms[i] = msi;
-        w[i] -= lr * gi / (std::sqrt(msi) + eps);
+        const float mi = mu * mom[i] + lr * gi / (std::sqrt(msi) + eps);
+        mom[i] = mi;
+        w[i] -= mi;
       }
-      return;
-    }
-    float* __restrict mom = slots[1].data();
-    const float mu = momentum_;
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      const float msi = rho * ms[i] + one_minus_rho * gi * gi;
-      ms[i] = msi;
-      const float mi = mu * mom[i] + lr * gi / (std::sqrt(msi) + eps);
-      mom[i] = mi;
-      w[i] -= mi;
-    }
+    });
   }
 
  private:

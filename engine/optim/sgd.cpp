@@ -5,6 +5,8 @@
 #include "engine/cuda/update_math.hpp"  // the per-element update, shared with the GPU kernels
 #include "engine/optim/optimizer_impls.hpp"
 
+#include "engine/ops/dispatch.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -17,22 +19,25 @@ class Sgd final : public Optimizer {
     return {};
   }
 
-  void apply(int64_t, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots) const override {
+  void apply(int64_t, float lr, Tensor& var, const Tensor& grad, std::span<Tensor> slots,
+             const ops::Context& ctx) const override {
     assert(grad.numel() == var.numel() && slots.size() == slot_names().size());
-    const int64_t n = var.numel();
-    float* __restrict w = var.data();
-    const float* __restrict g = grad.data();
-    if (momentum_ <= 0.0f) {
-      for (int64_t i = 0; i < n; ++i) cuda::exact::sgd(w[i], g[i], lr);
-      return;
-    }
-    float* __restrict v = slots[0].data();
-    const float m = momentum_;
-    if (nesterov_) {
-      for (int64_t i = 0; i < n; ++i) cuda::exact::sgd_momentum(w[i], v[i], g[i], lr, m, /*nesterov=*/true);
-    } else {
-      for (int64_t i = 0; i < n; ++i) cuda::exact::sgd_momentum(w[i], v[i], g[i], lr, m, /*nesterov=*/false);
-    }
+    ops::on_device(ctx, "sgd", {&var, &grad, slots.empty() ? nullptr : &slots[0], slots.size() > 1 ? &slots[1] : nullptr}, [&] {
+      const int64_t n = var.numel();
+      float* __restrict w = static_cast<float*>(var.raw());
+      const float* __restrict g = static_cast<const float*>(grad.raw());
+      if (momentum_ <= 0.0f) {
+        for (int64_t i = 0; i < n; ++i) cuda::exact::sgd(w[i], g[i], lr);
+        return;
+      }
+      float* __restrict v = static_cast<float*>(slots[0].raw());
+      const float m = momentum_;
+      if (nesterov_) {
+        for (int64_t i = 0; i < n; ++i) cuda::exact::sgd_momentum(w[i], v[i], g[i], lr, m, /*nesterov=*/true);
+      } else {
+        for (int64_t i = 0; i < n; ++i) cuda::exact::sgd_momentum(w[i], v[i], g[i], lr, m, /*nesterov=*/false);
+      }
+    });
   }
 
  private:

@@ -322,6 +322,9 @@ data:
     interleave: null
     map: []
     num_parallel_calls: 1
+precision:
+  compute: float32
+  matmul: highest
 run:
   model_dir: runs/default
   max_steps: 1000

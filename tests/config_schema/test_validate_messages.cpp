@@ -31,7 +31,7 @@ TEST_CASE("validate: unknown keys at every depth, with did-you-mean") {
         "job.yaml:5:40: optimizer.schedule.warmup: unknown key; expected one of type, decay_steps, decay_rate, "
         "staircase, boundaries, values, alpha, warmup_steps");
   CHECK(load_error(with("evaluation: {steps: 3}\n")) ==
-        "job.yaml:5:1: evaluation: unknown key; expected one of model, optimizer, strategy, cluster, data, run, eval");
+        "job.yaml:5:1: evaluation: unknown key; expected one of model, optimizer, strategy, cluster, data, precision, run, eval");
   CHECK(load_error(with("cluster: {task: {type: worker, idx: 0}}\n")) ==
         "job.yaml:5:32: cluster.task.idx: unknown key; expected one of type, index");
 }
@@ -113,7 +113,7 @@ TEST_CASE("validate: initializers are a name or {type, value}") {
 
 TEST_CASE("validate: devices, cluster addresses and the data formats") {
   CHECK(load_error(with("strategy: {devices: [gpu:0, tpu:1]}\n")) ==
-        "job.yaml:5:29: strategy.devices[1]: \"tpu:1\" does not match the pattern ^(cpu|gpu):[0-9]+$; expected a "
+        "job.yaml:5:29: strategy.devices[1]: \"tpu:1\" does not match the pattern ^(cpu|gpu|debug):[0-9]+$; expected a "
         "string like \"cpu:0\" or \"gpu:1\"");
   CHECK(load_error(with("strategy: {devices: autp}\n")) ==
         "job.yaml:5:21: strategy.devices: expected \"auto\" or a non-empty list of strings like \"cpu:0\" or "

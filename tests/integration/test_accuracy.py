@@ -7,12 +7,13 @@ from conftest import SHARED_MNIST, SOURCE_ROOT, run_dtrain
 TARGETS = {"mnist_mlp.yaml": 0.955, "mnist_cnn.yaml": 0.980}
 
 
-@pytest.mark.parametrize("name", sorted(TARGETS))
-def test_trained_sample_reaches_target_on_t10k(name, tmp_path):
+@pytest.mark.parametrize("name,precision", [(n, "float32") for n in sorted(TARGETS)] + [("mnist_cnn.yaml", "bfloat16")])
+def test_trained_sample_reaches_target_on_t10k(name, precision, tmp_path):
     if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").exists():
         pytest.skip(f"official t10k set not found in {SHARED_MNIST}")
     job = SOURCE_ROOT / "sample_configs" / name
-    out = run_dtrain("train", job, "--model-dir", tmp_path, "--no-eval", "--log-format", "plain", timeout=2400)
+    out = run_dtrain("train", job, "--model-dir", tmp_path, "--no-eval", "--log-format", "plain",
+                     "--set", f"precision.compute={precision}", timeout=2400)
     assert out.returncode == 0, out.stderr
     out = run_dtrain("evaluate", job, "--model-dir", tmp_path,
                      "--set", f"data.eval.images={SHARED_MNIST / 't10k-images-idx3-ubyte.gz'}",
@@ -20,5 +21,5 @@ def test_trained_sample_reaches_target_on_t10k(name, tmp_path):
                      "--set", "data.eval.skip=0")
     assert out.returncode == 0, out.stderr
     acc = float(next(l for l in out.stdout.splitlines() if l.startswith("accuracy:")).split()[1])
-    print(f"{name}: t10k accuracy {acc:.4f}")
+    print(f"{name} ({precision}): t10k accuracy {acc:.4f}")
     assert acc >= TARGETS[name]

@@ -30,9 +30,9 @@ const char* const kAdam = "optimizer: {type: adam, learning_rate: 0.01}\n";
 const char* const kPlainSgd = "optimizer: {type: sgd, learning_rate: 0.05}\n";
 
 JobSpec equivalence_job(const char* layers, const char* optimizer, const std::string& type, int devices,
-                        const std::string& reduction) {
+                        const std::string& reduction, const std::string& device_kind, const std::string& compute) {
   std::vector<std::string> names;
-  for (int d = 0; d < devices; ++d) names.push_back(fmt::format("cpu:{}", d));
+  for (int d = 0; d < devices; ++d) names.push_back(fmt::format("{}:{}", device_kind, d));
   const std::string text = fmt::format(
       "model:\n"
       "  input: {{shape: [8, 8, 1]}}\n"
@@ -47,8 +47,9 @@ JobSpec equivalence_job(const char* layers, const char* optimizer, const std::st
       "    synthetic: {{num_examples: 500, shape: [8, 8, 1], num_classes: 10, seed: 11}}\n"
       "    batch_size: 12\n"
       "    prefetch: 0\n"
+      "precision: {{compute: {}}}\n"
       "run: {{seed: 1234}}\n",
-      layers, optimizer, type, fmt::join(names, ", "), reduction);
+      layers, optimizer, type, fmt::join(names, ", "), reduction, compute);
   LoadOptions options;
   options.check_files = false;
   Result<JobSpec> job = load_job_from_string(text, "equivalence.yaml", "/nonexistent", options);

@@ -26,10 +26,12 @@ extern const char* const kPlainSgd;     // sgd, lr 0.05, no momentum
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 // A job: `layers` (YAML flow list items, one per line), the optimizer
-// section, strategy `type` on cpu:0 .. cpu:<devices-1> with `reduction`,
-// metrics [accuracy, mean_loss], synthetic train data. REQUIREs it loads.
+// section, strategy `type` on <kind>:0 .. <kind>:<devices-1> (kind cpu or
+// debug) with `reduction`, precision.compute `compute`, metrics [accuracy, mean_loss], synthetic train
+// data. REQUIREs it loads.
 JobSpec equivalence_job(const char* layers, const char* optimizer, const std::string& type, int devices,
-                        const std::string& reduction);
+                        const std::string& reduction, const std::string& device_kind = "cpu",
+                        const std::string& compute = "float32");
 
 // `count` batches of `global_batch` examples from the job's data.train
 // (features (B, 8, 8, 1), labels (B)), deep copies. REQUIREs success.

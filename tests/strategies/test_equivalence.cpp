@@ -1,7 +1,10 @@
 // Strategy equivalence (DESIGN.md "Invariants"): towers(N) and mirrored(N)
 // train, evaluate and predict like one_device on the same seed and global
 // batch, within float32 summation-order tolerance, for either loss_reduction
-// and for global batches the replicas do not divide.
+// and for global batches the replicas do not divide; on cpu:N devices and on
+// debug:N devices (whose memory faults on any host access outside a kernel,
+// so a missed transfer in a strategy crashes these tests), against
+// one_device on cpu:0.
 #include <doctest.h>
 #include <fmt/format.h>
 
@@ -20,7 +23,7 @@ constexpr int kSteps = 20;
 constexpr double kStateTol = 1e-5;   // per tensor of logical_state()
 constexpr double kOutputTol = 1e-5;  // StepOutput loss sums and metric states
 constexpr double kEvalTol = 1e-6;    // eval_step and predict_step after restore
-const char* const kTypes[] = {"towers", "mirrored"};
+const std::vector<std::string> kTypes = {"towers", "mirrored"};
 
 struct Case {
   int64_t global_batch;
@@ -37,11 +40,13 @@ struct Worst {
 // `sgd_sum_lr_over_batch`: sum runs use lr / global batch so that SGD stays in
 // the regime of the mean runs (Adam is scale-invariant and needs no change).
 void check_equivalence(const char* label, const char* layers, const char* optimizer, const std::vector<Case>& cases,
-                       bool sgd_sum_lr_over_batch) {
+                       bool sgd_sum_lr_over_batch, const std::string& device_kind = "cpu",
+                       const std::vector<std::string>& types = kTypes, const std::string& compute = "float32",
+                       double state_tol = kStateTol, double output_tol = kOutputTol) {
   std::map<std::string, Worst> worst;
   for (const Case& c : cases) {
     for (const std::string reduction : {"sum", "mean"}) {
-      const JobSpec ref_job = equivalence_job(layers, optimizer, "one_device", 1, reduction);
+      const JobSpec ref_job = equivalence_job(layers, optimizer, "one_device", 1, reduction, "cpu", compute);
       std::vector<Batch> batches = take_batches(ref_job, c.global_batch, kSteps + 1);
       const Batch probe = batches.back();  // predicted after training, not trained on
       batches.pop_back();
@@ -53,31 +58,32 @@ void check_equivalence(const char* label, const char* layers, const char* optimi
       // Reducing with the other reduction's scale ends far beyond the
       // tolerance, so a strategy that reduces with the wrong scale fails below.
       const std::string other = reduction == "sum" ? "mean" : "sum";
-      const TrainRun wrong =
-          train_run(equivalence_job(layers, optimizer, "one_device", 1, other), batches, probe, lr_factor);
+      const TrainRun wrong = train_run(equivalence_job(layers, optimizer, "one_device", 1, other, "cpu", compute),
+                                       batches, probe, lr_factor);
       CHECK(compare_states(wrong.state, ref.state).worst > 1e-3);
 
-      for (const std::string type : kTypes) {
+      for (const std::string& type : types) {
         for (const int n : c.devices) {
-          const std::string where =
-              fmt::format("{}: {}({}) loss_reduction {} global batch {}", label, type, n, reduction, c.global_batch);
+          if (type == "one_device" && n != 1) continue;
+          const std::string where = fmt::format("{}: {}({} x {}) loss_reduction {} global batch {}", label, type, n,
+                                                device_kind, reduction, c.global_batch);
           INFO(where);
-          const TrainRun run =
-              train_run(equivalence_job(layers, optimizer, type, n, reduction), batches, probe, lr_factor);
+          const TrainRun run = train_run(equivalence_job(layers, optimizer, type, n, reduction, device_kind, compute),
+                                         batches, probe, lr_factor);
           const StateDiff init = compare_states(run.initial, ref.initial);
           CHECK(init.names_match);
           CHECK_MESSAGE(init.worst == 0.0, fmt::format("initial {} differs by {:.3g}", init.worst_name, init.worst));
           const StateDiff d = compare_states(run.state, ref.state);
           REQUIRE(d.names_match);
-          CHECK_MESSAGE(d.worst < kStateTol,
+          CHECK_MESSAGE(d.worst < state_tol,
                         fmt::format("worst tensor {}: relative difference {:.3g}", d.worst_name, d.worst));
           const OutputDiff o = compare_outputs(run.outputs, ref.outputs);
           CHECK(o.examples_match);
-          CHECK_MESSAGE(o.loss < kOutputTol, fmt::format("loss sums differ by {:.3g}", o.loss));
-          CHECK_MESSAGE(o.metrics < kOutputTol, fmt::format("metric states differ by {:.3g}", o.metrics));
+          CHECK_MESSAGE(o.loss < output_tol, fmt::format("loss sums differ by {:.3g}", o.loss));
+          CHECK_MESSAGE(o.metrics < output_tol, fmt::format("metric states differ by {:.3g}", o.metrics));
           REQUIRE(run.predictions.shape() == ref.predictions.shape());
           const double p = rel_diff(run.predictions, ref.predictions);
-          CHECK_MESSAGE(p < kOutputTol, fmt::format("predictions after training differ by {:.3g}", p));
+          CHECK_MESSAGE(p < output_tol, fmt::format("predictions after training differ by {:.3g}", p));
           Worst& w = worst[type];
           if (!(d.worst <= w.state)) {
             w.state = d.worst;
@@ -149,7 +155,28 @@ TEST_CASE("equivalence: loss_reduction scales the gradient of the global batch's
   }
 }
 
-TEST_CASE("equivalence: towers(3) and mirrored(3) evaluate and predict like one_device after restore") {
+TEST_CASE("equivalence: one_device, towers and mirrored on debug devices train the CNN like one_device on cpu:0") {
+  check_equivalence("cnn sgd on debug", kCnnLayers, kSgdMomentum, {{12, {1, 2, 3}}, {10, {1, 3}}}, true, "debug",
+                    {"one_device", "towers", "mirrored"});
+}
+
+TEST_CASE("equivalence: towers and mirrored on debug devices train the MLP like one_device on cpu:0 (adam)") {
+  check_equivalence("mlp adam on debug", kMlpLayers, kAdam, {{12, {2, 3}}}, false, "debug");
+}
+
+// bfloat16 on both sides: each bf16 rounding is per element and the same in
+// every replica, so only float32 summation order differs, as in float32
+// (measured: 3.7e-7 worst, like float32). A 1e-7 difference in a weight can
+// still move its bfloat16 copy by one step (2^-8 relative) on another CPU or
+// oneDNN kernel; one such element moves its tensor by about 2^-9/sqrt(n), so
+// the tolerance is 1e-4, ten times float32's.
+TEST_CASE("equivalence: in bfloat16, towers and mirrored on cpu and debug devices train like one_device in bfloat16") {
+  check_equivalence("cnn bf16", kCnnLayers, kSgdMomentum, {{12, {2, 3}}}, true, "cpu", kTypes, "bfloat16", 1e-4, 1e-4);
+  check_equivalence("mlp bf16 on debug", kMlpLayers, kAdam, {{12, {1, 3}}}, false, "debug",
+                    {"one_device", "towers", "mirrored"}, "bfloat16", 1e-4, 1e-4);
+}
+
+void check_restore(const std::string& device_kind) {
   for (const auto& [label, layers] : {std::pair{"mlp", kMlpLayers}, std::pair{"cnn", kCnnLayers}}) {
     const JobSpec ref_job = equivalence_job(layers, kSgdMomentum, "one_device", 1, "mean");
     const std::vector<Batch> batches = take_batches(ref_job, 12, kSteps);
@@ -167,9 +194,9 @@ TEST_CASE("equivalence: towers(3) and mirrored(3) evaluate and predict like one_
     REQUIRE(want.examples == 10);
     REQUIRE(want_pred.shape() == Shape{10, 10});
 
-    for (const char* type : kTypes) {
-      INFO(fmt::format("{}: {}(3)", label, type));
-      auto sut = build_strategy(equivalence_job(layers, kSgdMomentum, type, 3, "mean"));
+    for (const std::string& type : kTypes) {
+      INFO(fmt::format("{}: {}(3 x {})", label, type, device_kind));
+      auto sut = build_strategy(equivalence_job(layers, kSgdMomentum, type, 3, "mean", device_kind));
       // Before restore the fresh variables evaluate differently: restore matters.
       CHECK(rel_diff(std::vector<double>{sut->strategy->eval_step(eval).loss_sum}, {want.loss_sum}) > 1e-3);
       const Status restored = sut->strategy->restore(ckpt);
@@ -192,6 +219,16 @@ TEST_CASE("equivalence: towers(3) and mirrored(3) evaluate and predict like one_
       }
     }
   }
+}
+
+TEST_CASE("equivalence: towers(3) and mirrored(3) evaluate and predict like one_device after restore") {
+  check_restore("cpu");
+}
+
+// Checkpoint portability onto debug devices: a cpu:0 checkpoint restores into
+// every debug copy and evaluates identically.
+TEST_CASE("equivalence: towers(3) and mirrored(3) on debug devices restore a cpu checkpoint and evaluate like it") {
+  check_restore("debug");
 }
 
 }  // namespace

@@ -1,0 +1,22 @@
+// The per-replica compute context every op takes: which device the op runs
+// on and the compute type of matmuls and convolutions (mixed precision).
+// Passed explicitly down from the strategy's replica; there is no
+// thread-global mode.
+#pragma once
+
+#include "engine/device.hpp"
+#include "engine/dtype.hpp"
+
+namespace dtrain::ops {
+
+struct Context {
+  Device device = kHost;
+  // dense/conv compute type: f32, or bf16 with f32 accumulation and f32
+  // inputs/outputs (the op casts). Everything else computes in f32.
+  DType compute = DType::f32;
+};
+
+// A float32 context on the host (tests, host-side helpers).
+const Context& host_context();
+
+}  // namespace dtrain::ops

@@ -1,0 +1,32 @@
+// The library ops layers call: matmul, 2-D convolution and pooling on a
+// context's device, in its compute type. The CPU (and debug) backend runs
+// them through oneDNN (engine/kernels/). Tensor shapes are those of the
+// kernel shape structs: x (n, ih, iw, ic), w (kh, kw, ic, oc), y (n, oh, ow, oc).
+// Outputs and gradients are float32; with ctx.compute == bf16 the inputs are
+// rounded to bfloat16 and the products accumulate in float32.
+#pragma once
+
+#include "engine/kernels/conv.hpp"
+#include "engine/kernels/matmul.hpp"
+#include "engine/kernels/pool.hpp"
+#include "engine/ops/context.hpp"
+#include "engine/tensor.hpp"
+
+namespace dtrain::ops {
+
+// c (M, N) = op(a) op(b) [+ bias (N)]; c must not alias a, b or bias.
+void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, const Tensor& b, const Tensor* bias,
+            Tensor& c);
+void conv2d_forward(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w,
+                    const Tensor* bias, Tensor& y);
+void conv2d_backward_data(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& dy, const Tensor& w,
+                          Tensor& dx);
+void conv2d_backward_weights(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& x, const Tensor& dy,
+                             Tensor& dw, Tensor* db);
+// workspace: a u8 tensor of at least kernels::pool2d_workspace_bytes(s)
+// bytes for max pooling (null for average pooling).
+void pool2d_forward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& x, Tensor& y, Tensor* workspace);
+void pool2d_backward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& dy, Tensor& dx,
+                     const Tensor* workspace);
+
+}  // namespace dtrain::ops

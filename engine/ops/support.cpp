@@ -1,0 +1,77 @@
+// The backend support table.
+#include "engine/ops/support.hpp"
+
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <string>
+
+namespace dtrain::ops {
+
+namespace {
+
+struct Row {
+  std::string_view op;
+  DeviceKind device;
+  std::initializer_list<DType> compute;  // the policy's compute types this backend runs the op under
+  const char* note;                       // why other types are missing
+};
+
+// cpu: oneDNN (f32; bf16 matmul and convolution with f32 accumulation) and
+// plain loops, which compute in f32 under any policy. debug: the same
+// kernels. cuda: the GPU backend (not in this build).
+const Row kTable[] = {
+    {"matmul", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 matmul on the CPU"},
+    {"conv2d", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 convolution on the CPU"},
+    {"pool2d", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"activation", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"batch_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"dropout", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"sum_rows", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"mul", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"loss", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"optimizer", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"reduce", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+};
+
+// The debug backend runs the CPU kernels: it supports what cpu supports.
+DeviceKind table_kind(DeviceKind d) { return d == DeviceKind::debug ? DeviceKind::cpu : d; }
+
+const Row* find(std::string_view op, DeviceKind d) {
+  for (const Row& r : kTable) {
+    if (r.op == op && r.device == table_kind(d)) return &r;
+  }
+  return nullptr;
+}
+
+const char* backend_name(DeviceKind d) {
+  switch (d) {
+    case DeviceKind::cpu: return "cpu";
+    case DeviceKind::debug: return "debug";
+    case DeviceKind::cuda: return "cuda";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool supports(std::string_view op, const Context& ctx) {
+  const Row* r = find(op, ctx.device.kind);
+  if (r == nullptr) return false;
+  for (DType t : r->compute) {
+    if (t == ctx.compute) return true;
+  }
+  return false;
+}
+
+std::string why_unsupported(std::string_view op, const Context& ctx) {
+  const Row* r = find(op, ctx.device.kind);
+  if (r == nullptr) {
+    return fmt::format("the {} backend has no {} op in this dtrain", backend_name(ctx.device.kind), op);
+  }
+  std::string out = fmt::format("the {} backend has no {} {}", backend_name(ctx.device.kind), dtype_name(ctx.compute), op);
+  if (*r->note) out += fmt::format(" ({})", r->note);
+  return out;
+}
+
+}  // namespace dtrain::ops

@@ -1,0 +1,82 @@
+// Host memory and the table of device memories.
+#include "engine/storage.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "engine/backend/debug/debug_memory.hpp"
+
+namespace dtrain {
+
+namespace {
+
+class HostMemory final : public DeviceMemory {
+ public:
+  void* allocate(const Device&, size_t bytes) override {
+    bytes = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    std::memset(p, 0, bytes);
+    return p;
+  }
+  void deallocate(const Device&, void* p, size_t) override { std::free(p); }
+  void copy(const Device&, void* dst, const Device&, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+  }
+  void fill32(const Device&, void* p, uint32_t word, int64_t n) override {
+    auto* w = static_cast<uint32_t*>(p);
+    std::fill(w, w + n, word);
+  }
+};
+
+class NoCudaMemory final : public DeviceMemory {
+ public:
+  [[noreturn]] static void fail() {
+    std::fprintf(stderr, "dtrain: internal error: a tensor on a GPU was requested, but no CUDA backend is loaded\n");
+    std::abort();
+  }
+  void* allocate(const Device&, size_t) override { fail(); }
+  void deallocate(const Device&, void*, size_t) override { fail(); }
+  void copy(const Device&, void*, const Device&, const void*, size_t) override { fail(); }
+  void fill32(const Device&, void*, uint32_t, int64_t) override { fail(); }
+};
+
+std::atomic<int64_t> g_h2d{0}, g_d2h{0}, g_d2d{0};
+
+}  // namespace
+
+DeviceMemory& memory_of(const Device& d) {
+  static HostMemory host;
+  static NoCudaMemory no_cuda;
+  switch (d.kind) {
+    case DeviceKind::cpu: return host;
+    case DeviceKind::debug: return debug_memory();
+    case DeviceKind::cuda: return no_cuda;
+  }
+  return host;
+}
+
+Storage::Storage(const Device& d, size_t bytes)
+    : device_(d), bytes_(bytes), ptr_(memory_of(d).allocate(d, bytes)) {}
+
+Storage::~Storage() { memory_of(device_).deallocate(device_, ptr_, bytes_); }
+
+CopyCounts copy_counts() { return {g_h2d.load(), g_d2h.load(), g_d2d.load()}; }
+
+void count_copy(const Device& dst, const Device& src) {
+  if (dst.is_host() && src.is_host()) return;
+  if (src.is_host()) {
+    ++g_h2d;
+  } else if (dst.is_host()) {
+    ++g_d2h;
+  } else {
+    ++g_d2d;
+  }
+}
+
+}  // namespace dtrain
