@@ -100,6 +100,19 @@ def test_missing_module_file_is_named(cuda_build, tmp_path):
         f"{missing}: cannot open shared object file: No such file or directory)")
 
 
+def test_bundle_layout_finds_the_module_in_lib_beside_bin(cuda_build, tmp_path):
+    loaded = re.search(r"^CUDA module   (\S+)$", devices_text(), re.M)
+    if not loaded:
+        pytest.skip("the CUDA module did not load here (see test_devices_reports_the_module_or_why)")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "lib").mkdir()
+    shutil.copy2(dtrain_bin(), tmp_path / "bin/dtrain")
+    shutil.copy2(loaded.group(1), tmp_path / "lib/libdtrain_cuda.so")
+    out = subprocess.run([tmp_path / "bin/dtrain", "devices"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"CUDA module   {tmp_path / 'lib/libdtrain_cuda.so'}\n" in out.stdout, out.stdout
+
+
 def compile_fake_module(tmp_path, name, source, libs=()):
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
