@@ -5,10 +5,41 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <thread>
 
+#include "engine/cuda_module.hpp"
+
 namespace dtrain {
+
+GpuReport discover_gpus() {
+  GpuReport r;
+  r.cuda_built = cuda_built();
+  if (!r.cuda_built) {
+    r.status = "this dtrain was built without CUDA (meson -Dcuda=disabled or no CUDA toolkit found)";
+    return r;
+  }
+  const Result<const CudaModule*> module = load_cuda_module();
+  if (!module.ok()) {
+    r.status = "CUDA module not loaded: " + module.error().message;
+    return r;
+  }
+  r.cuda_module = (*module)->path;
+  const auto c = std::make_unique<DtrainCudaReport>();  // about 20 KiB
+  (*module)->table->discover_gpus(c.get());
+  r.status = c->status;
+  r.cuda_runtime = c->cuda_runtime;
+  r.cuda_driver = c->cuda_driver;
+  r.cublas = c->cublas;
+  r.cudnn = c->cudnn;
+  r.nccl = c->nccl;
+  for (int32_t i = 0; i < c->gpu_count && i < kDtrainCudaMaxGpus; ++i) {
+    const DtrainCudaGpu& g = c->gpus[i];
+    r.gpus.push_back({g.index, g.name, g.total_memory, g.cc_major, g.cc_minor, g.multiprocessors});
+  }
+  return r;
+}
 
 DeviceReport discover_devices() {
   DeviceReport r;
@@ -36,7 +67,8 @@ std::string format_device_report(const DeviceReport& r) {
   out += fmt::format("oneDNN        {}\n", r.onednn);
   if (!r.gpu.cuda_built) {
     out += "CUDA          not built in\n";
-  } else {
+  } else if (!r.gpu.cuda_module.empty()) {
+    out += fmt::format("CUDA module   {}\n", r.gpu.cuda_module);
     auto or_unknown = [](const std::string& s) { return s.empty() ? std::string("unknown") : s; };
     out += fmt::format("CUDA runtime  {}\nCUDA driver   {}\ncuBLAS        {}\ncuDNN         {}\nNCCL          {}\n",
                        or_unknown(r.gpu.cuda_runtime), r.gpu.cuda_driver.empty() ? "none" : r.gpu.cuda_driver,

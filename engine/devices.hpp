@@ -1,6 +1,6 @@
 // What this machine offers: CPUs, memory, GPUs and the CUDA/cuDNN/NCCL
-// versions, as printed by `dtrain devices`. The GPU half lives in
-// devices_cuda.cpp (CUDA builds) or devices_nocuda.cpp (CPU-only builds).
+// versions, as printed by `dtrain devices`. The GPU half comes from the CUDA
+// module (engine/cuda_module.hpp), loaded by discover_gpus() on first use.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@ struct GpuInfo {
 
 struct GpuReport {
   bool cuda_built = false;      // this binary was built with CUDA
+  std::string cuda_module;      // the CUDA module's file; "" when not loaded
   std::string status;           // why there are no GPUs, or "ok"
   std::vector<GpuInfo> gpus;
   std::string cuda_runtime, cuda_driver, cublas, cudnn, nccl;  // versions, "" when unknown
@@ -32,6 +33,8 @@ struct DeviceReport {
   GpuReport gpu;
 };
 
+// Loads the CUDA module if needed (cuda_module.hpp): never fails; when the
+// module cannot be loaded, status says which file and why.
 GpuReport discover_gpus();
 DeviceReport discover_devices();
 std::string format_device_report(const DeviceReport& r);

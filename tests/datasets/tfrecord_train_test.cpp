@@ -10,8 +10,8 @@
 #include "../config_schema/job_test_util.hpp"
 #include "data_test_util.hpp"
 #include "datasets/example_convert.hpp"
-#include "engine/estimator/estimator.hpp"
 #include "engine/io/checkpoint.hpp"
+#include "estimator/estimator.hpp"
 
 namespace dtrain {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/pipeline.hpp"
-#include "engine/estimator/estimator.hpp"
+#include "estimator/estimator.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 

@@ -1,5 +1,5 @@
 // .npy reader/writer (format version 1.0-3.0, little-endian, C order).
-#include "engine/estimator/npy.hpp"
+#include "estimator/npy.hpp"
 
 #include <fmt/format.h>
 

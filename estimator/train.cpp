@@ -10,9 +10,9 @@
 #include <fstream>
 
 #include "datasets/pipeline.hpp"
-#include "engine/estimator/estimator.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
+#include "estimator/estimator.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 

@@ -1,6 +1,6 @@
 // Estimator set-up, checkpoint restore/save and the shape checks between the
 // model and its data.
-#include "engine/estimator/estimator.hpp"
+#include "estimator/estimator.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>

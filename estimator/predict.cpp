@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <fstream>
 
-#include "engine/estimator/estimator.hpp"
-#include "engine/estimator/npy.hpp"
+#include "estimator/estimator.hpp"
+#include "estimator/npy.hpp"
 
 namespace dtrain {
 namespace {

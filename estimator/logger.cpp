@@ -1,5 +1,5 @@
 // Log formatting for the estimator.
-#include "engine/estimator/logger.hpp"
+#include "estimator/logger.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "config_schema/job_spec.hpp"
-#include "engine/estimator/logger.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/summary_writer.hpp"
 #include "engine/status.hpp"
+#include "estimator/logger.hpp"
 #include "strategies/strategy.hpp"
 
 namespace dtrain {

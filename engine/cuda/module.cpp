@@ -1,0 +1,34 @@
+// The CUDA module's entry point: the one table of what libdtrain_cuda.so offers
+// dtrain (engine/cuda_module.hpp). Each entry catches its own exceptions, so
+// none crosses into the executable.
+#include <cstdio>
+#include <exception>
+
+#include "engine/cuda/discover.hpp"
+#include "engine/cuda_module.hpp"
+
+namespace dtrain::cuda {
+namespace {
+
+void discover_gpus_entry(DtrainCudaReport* out) noexcept {
+  try {
+    discover_gpus(*out);
+  } catch (const std::exception& e) {
+    *out = DtrainCudaReport{};
+    std::snprintf(out->status, sizeof(out->status), "GPU discovery failed: %s", e.what());  // allocates nothing
+  } catch (...) {
+    *out = DtrainCudaReport{};
+    copy_c_text(out->status, "GPU discovery failed: unknown exception");
+  }
+}
+
+constexpr DtrainCudaModule kTable = {
+    .abi_version = kDtrainCudaModuleAbi,
+    .table_size = sizeof(DtrainCudaModule),
+    .discover_gpus = &discover_gpus_entry,
+};
+
+}  // namespace
+}  // namespace dtrain::cuda
+
+extern "C" const DtrainCudaModule* dtrain_cuda_module(void) noexcept { return &dtrain::cuda::kTable; }
