@@ -74,6 +74,6 @@ def test_float16_on_a_cpu_device_is_a_config_error(tmp_path):
     out = train(job, tmp_path / "m", "strategy.type=one_device")
     assert out.returncode == 2
     assert out.stderr.strip().endswith(
-        f"{job}:{line}:23: precision.compute: float16 needs GPU devices, and strategy.devices has cpu:0: oneDNN has "
+        f"{job}:{line}:22: precision.compute: float16 needs GPU devices, and strategy.devices has cpu:0: oneDNN has "
         "no float16 matmul or convolution on the CPU; use bfloat16 on the CPU"), out.stderr
     assert not (tmp_path / "m").exists() or not list((tmp_path / "m").glob("*.safetensors"))

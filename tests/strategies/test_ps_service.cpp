@@ -283,3 +283,45 @@ TEST_CASE("ps: init without slots starts them at the optimizer's initial values"
   CHECK(snap->slots[0][0].to_vector() == std::vector<float>(6, 0.25f));
   CHECK(snap->slots[2].empty());
 }
+
+namespace dtrain::testing {
+namespace {
+
+// Mixed precision: a worker whose gradient is not finite says so with its
+// push; every ps skips that update and still advances the step, so all ps
+// tasks (each hearing every worker) skip the same step.
+TEST_CASE("ps: a push flagged skip changes nothing but advances the step, sync and async") {
+  for (const bool sync : {true, false}) {
+    CAPTURE(sync);
+    auto service = start_ps(ps_config("sgd", sync, 2));
+    auto chief = connect_ps(service->port());
+    auto w0 = connect_ps(service->port());
+    auto w1 = connect_ps(service->port());
+    REQUIRE(chief->init(test_shards(), test_state(0)).ok());
+    // Step 0: worker 1's gradient is not finite; worker 0's is.
+    REQUIRE(w0->push(0, 0, 0.5f, test_grads(0, 0)).ok());
+    REQUIRE(w1->push(1, 0, 0.5f, test_grads(1, 0), /*skip=*/true).ok());
+    auto after = w0->pull(sync ? 1 : 0);
+    REQUIRE(after.ok());
+    // async applied worker 0's push (a step of its own) and skipped worker 1's.
+    CHECK(after->step == (sync ? 1 : 2));
+    std::vector<double> want = to_double(test_state(0).values[0]);
+    if (!sync) {
+      const std::vector<double> g = to_double(test_grads(0, 0)[0]);
+      for (size_t j = 0; j < want.size(); ++j) want[j] -= 0.5 * g[j];
+    }
+    check_close(after->values[0], want, "after the skipped update");
+    // The next step applies as usual.
+    REQUIRE(w0->push(0, sync ? 1 : 0, 0.5f, test_grads(0, 1)).ok());
+    REQUIRE(w1->push(1, sync ? 1 : 0, 0.5f, test_grads(1, 1)).ok());
+    auto next = w0->pull(sync ? 2 : 0);
+    REQUIRE(next.ok());
+    CHECK(next->step == (sync ? 2 : 4));
+    const std::vector<double> g0 = to_double(test_grads(0, 1)[0]), g1 = to_double(test_grads(1, 1)[0]);
+    for (size_t j = 0; j < want.size(); ++j) want[j] -= 0.5 * g0[j] + 0.5 * g1[j];
+    check_close(next->values[0], want, "after the next update");
+  }
+}
+
+}  // namespace
+}  // namespace dtrain::testing
