@@ -71,11 +71,16 @@ void Conv2D::forward(const ForwardContext& ctx, std::span<Tensor> params, const 
   const auto s = shape_for(x.dim(0));
   prepare_output(y, {s.n, s.oh, s.ow, s.oc}, {&x, &params[0]});
   if (s.n == 0) return;
-  ops::conv2d_forward(*ctx.ops, s, x, params[0], o_.use_bias ? &params[1] : nullptr, y);
-  if (relu_) {
-    // Scratch for backward's masked gradient, kept across steps.
-    if (cache.saved.empty()) cache.saved.resize(1);
-    prepare_output(cache.saved[0], y.shape(), {&y});
+  // saved[0]: scratch for backward's relu-masked gradient; under a bfloat16
+  // policy saved[1], saved[2]: x and the kernel rounded once for forward and
+  // backward, saved[3]: the buffer for dy rounded once for both gradients.
+  cache.saved.resize(4);
+  const Tensor& xc = ops::to_compute(*ctx.ops, x, cache.saved[1]);
+  const Tensor& wc = ops::to_compute(*ctx.ops, params[0], cache.saved[2]);
+  ops::conv2d_forward(*ctx.ops, s, xc, wc, o_.use_bias ? &params[1] : nullptr, y);
+  if (relu_) prepare_output(cache.saved[0], y.shape(), {&y});
+  if (xc.dtype() == DType::bf16 && (cache.saved[3].shape() != y.shape() || cache.saved[3].device() != y.device())) {
+    cache.saved[3] = Tensor::empty(y.shape(), DType::bf16, y.device());
   }
 }
 
@@ -106,8 +111,12 @@ void Conv2D::backward(const ForwardContext& ctx, std::span<const Tensor> params,
     if (o_.use_bias) grads[1].zero();
     return;
   }
-  ops::conv2d_backward_weights(*ctx.ops, s, x, dy, grads[0], o_.use_bias ? &grads[1] : nullptr);
-  if (dx != nullptr) ops::conv2d_backward_data(*ctx.ops, s, dy, params[0], *dx);
+  const bool lowp = ctx.ops->compute != DType::f32;
+  Tensor dy_buf = lowp ? cache.saved[3] : Tensor();  // the cache's storage (a handle copy)
+  const Tensor& dyc = ops::to_compute(*ctx.ops, dy, dy_buf);
+  ops::conv2d_backward_weights(*ctx.ops, s, lowp ? cache.saved[1] : x, dyc, grads[0],
+                               o_.use_bias ? &grads[1] : nullptr);
+  if (dx != nullptr) ops::conv2d_backward_data(*ctx.ops, s, dyc, lowp ? cache.saved[2] : params[0], *dx);
 }
 
 }  // namespace dtrain

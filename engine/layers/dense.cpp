@@ -32,33 +32,53 @@ std::vector<ParamSpec> Dense::params() const {
   return p;
 }
 
+// Under a bfloat16 policy the cache keeps x and the kernel rounded to
+// bfloat16 (saved[0], saved[1]) for backward, and a buffer for dy rounded
+// once for both of its products (saved[2]); under float32 it stays empty.
 void Dense::forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
-                    LayerCache&) const {
+                    LayerCache& cache) const {
   assert(x.rank() == 2 && x.dim(1) == in_);
   const int64_t batch = x.dim(0);
   prepare_output(y, {batch, units_}, {&x, &params[0]});
-  ops::matmul(*ctx.ops, {batch, units_, in_}, x, params[0], use_bias_ ? &params[1] : nullptr, y);
+  if (ctx.ops->compute == DType::f32) {
+    ops::matmul(*ctx.ops, {batch, units_, in_}, x, params[0], use_bias_ ? &params[1] : nullptr, y);
+    return;
+  }
+  cache.saved.resize(3);
+  const Tensor& xc = ops::to_compute(*ctx.ops, x, cache.saved[0]);
+  const Tensor& wc = ops::to_compute(*ctx.ops, params[0], cache.saved[1]);
+  if (cache.saved[2].shape() != Shape{batch, units_} || cache.saved[2].device() != x.device()) {
+    cache.saved[2] = Tensor::empty({batch, units_}, DType::bf16, x.device());
+  }
+  ops::matmul(*ctx.ops, {batch, units_, in_}, xc, wc, use_bias_ ? &params[1] : nullptr, y);
 }
 
 void Dense::backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
-                     const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache&) const {
-  const int64_t batch = x.dim(0);
-  assert(dy.rank() == 2 && dy.dim(0) == batch && dy.dim(1) == units_);
+                     const Tensor& x_in, const Tensor&, const Tensor& dy_in, Tensor* dx,
+                     const LayerCache& cache) const {
+  const int64_t batch = x_in.dim(0);
+  assert(dy_in.rank() == 2 && dy_in.dim(0) == batch && dy_in.dim(1) == units_);
+  const bool lowp = ctx.ops->compute != DType::f32;
+  // The buffers are the cache's storage (handle copies).
+  Tensor dy_buf = lowp ? cache.saved[2] : Tensor();
+  const Tensor& x = lowp ? cache.saved[0] : x_in;
+  const Tensor& w = lowp ? cache.saved[1] : params[0];
+  const Tensor& dy = ops::to_compute(*ctx.ops, dy_in, dy_buf);
   // dW (in, units) = x^T (in, B) . dy (B, units)
-  prepare_output(grads[0], {in_, units_}, {&x, &dy});
+  prepare_output(grads[0], {in_, units_}, {&x_in, &dy_in});
   kernels::MatmulShape dw{in_, units_, batch};
   dw.trans_a = true;
   ops::matmul(*ctx.ops, dw, x, dy, nullptr, grads[0]);
   if (use_bias_) {
-    prepare_output(grads[1], {units_}, {&dy});
-    ops::sum_rows(*ctx.ops, dy, grads[1]);
+    prepare_output(grads[1], {units_}, {&dy_in});
+    ops::sum_rows(*ctx.ops, dy_in, grads[1]);
   }
   if (dx != nullptr) {
     // dx (B, in) = dy (B, units) . W^T (units, in)
-    prepare_output(*dx, {batch, in_}, {&dy, &params[0]});
+    prepare_output(*dx, {batch, in_}, {&dy_in, &params[0]});
     kernels::MatmulShape s{batch, in_, units_};
     s.trans_b = true;
-    ops::matmul(*ctx.ops, s, dy, params[0], nullptr, *dx);
+    ops::matmul(*ctx.ops, s, dy, w, nullptr, *dx);
   }
 }
 

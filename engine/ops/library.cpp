@@ -28,60 +28,72 @@ const uint16_t* as_bf16(const Tensor& t, int slot) {
 
 bool bf16(const Context& ctx) { return ctx.compute == DType::bf16; }
 
+// An operand as the kernel takes it: a bfloat16 tensor as it is; a float32
+// one as it is under a float32 policy, else rounded into scratch `slot`.
+struct Operand {
+  const void* p;
+  kernels::KType type;
+};
+Operand operand(const Context& ctx, const Tensor& t, int slot) {
+  if (t.dtype() == DType::bf16) return {t.raw(), kernels::KType::kBf16};
+  if (bf16(ctx)) return {as_bf16(t, slot), kernels::KType::kBf16};
+  return {t.raw(), kernels::KType::kF32};
+}
+
 }  // namespace
+
+const Tensor& to_compute(const Context& ctx, const Tensor& t, Tensor& buf) {
+  if (!bf16(ctx) || t.dtype() == DType::bf16) return t;
+  if (buf.shape() != t.shape() || buf.dtype() != DType::bf16 || buf.device() != t.device()) {
+    buf = Tensor::empty(t.shape(), DType::bf16, t.device());
+  }
+  on_device(ctx, "cast", {&t, &buf}, [&] {
+    kernels::cast_f32_to_bf16(f32(t), static_cast<uint16_t*>(buf.raw()), t.numel());
+  });
+  return buf;
+}
 
 void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, const Tensor& b, const Tensor* bias,
             Tensor& c) {
   on_device(ctx, "matmul", {&a, &b, bias, &c}, [&] {
-    const float* bias_p = bias ? f32(*bias) : nullptr;
-    if (!bf16(ctx)) {
-      kernels::matmul(s, f32(a), f32(b), bias_p, f32(c));
-      return;
-    }
+    const Operand oa = operand(ctx, a, 0), ob = operand(ctx, b, 1);
     kernels::MatmulShape t = s;
-    t.a_type = t.b_type = kernels::KType::kBf16;
-    kernels::matmul(t, as_bf16(a, 0), as_bf16(b, 1), bias_p, f32(c));
+    t.a_type = oa.type;
+    t.b_type = ob.type;
+    kernels::matmul(t, oa.p, ob.p, bias ? f32(*bias) : nullptr, f32(c));
   });
 }
 
 void conv2d_forward(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y) {
   on_device(ctx, "conv2d", {&x, &w, bias, &y}, [&] {
-    const float* bias_p = bias ? f32(*bias) : nullptr;
-    if (!bf16(ctx)) {
-      kernels::conv2d_forward(s, f32(x), f32(w), bias_p, f32(y));
-      return;
-    }
+    const Operand ox = operand(ctx, x, 0), ow = operand(ctx, w, 1);
     kernels::Conv2dShape t = s;
-    t.x_type = t.w_type = kernels::KType::kBf16;
-    kernels::conv2d_forward(t, as_bf16(x, 0), as_bf16(w, 1), bias_p, f32(y));
+    t.x_type = ox.type;
+    t.w_type = ow.type;
+    kernels::conv2d_forward(t, ox.p, ow.p, bias ? f32(*bias) : nullptr, f32(y));
   });
 }
 
 void conv2d_backward_data(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& dy, const Tensor& w,
                           Tensor& dx) {
   on_device(ctx, "conv2d_backward_data", {&dy, &w, &dx}, [&] {
-    if (!bf16(ctx)) {
-      kernels::conv2d_backward_data(s, f32(dy), f32(w), f32(dx));
-      return;
-    }
+    const Operand ody = operand(ctx, dy, 0), ow = operand(ctx, w, 1);
     kernels::Conv2dShape t = s;
-    t.dy_type = t.w_type = kernels::KType::kBf16;
-    kernels::conv2d_backward_data(t, as_bf16(dy, 0), as_bf16(w, 1), f32(dx));
+    t.dy_type = ody.type;
+    t.w_type = ow.type;
+    kernels::conv2d_backward_data(t, ody.p, ow.p, f32(dx));
   });
 }
 
 void conv2d_backward_weights(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& x, const Tensor& dy,
                              Tensor& dw, Tensor* db) {
   on_device(ctx, "conv2d_backward_weights", {&x, &dy, &dw, db}, [&] {
-    float* db_p = db ? f32(*db) : nullptr;
-    if (!bf16(ctx)) {
-      kernels::conv2d_backward_weights(s, f32(x), f32(dy), f32(dw), db_p);
-      return;
-    }
+    const Operand ox = operand(ctx, x, 0), ody = operand(ctx, dy, 1);
     kernels::Conv2dShape t = s;
-    t.x_type = t.dy_type = kernels::KType::kBf16;
-    kernels::conv2d_backward_weights(t, as_bf16(x, 0), as_bf16(dy, 1), f32(dw), db_p);
+    t.x_type = ox.type;
+    t.dy_type = ody.type;
+    kernels::conv2d_backward_weights(t, ox.p, ody.p, f32(dw), db ? f32(*db) : nullptr);
   });
 }
 

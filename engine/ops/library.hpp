@@ -2,8 +2,11 @@
 // context's device, in its compute type. The CPU (and debug) backend runs
 // them through oneDNN (engine/kernels/). Tensor shapes are those of the
 // kernel shape structs: x (n, ih, iw, ic), w (kh, kw, ic, oc), y (n, oh, ow, oc).
-// Outputs and gradients are float32; with ctx.compute == bf16 the inputs are
-// rounded to bfloat16 and the products accumulate in float32.
+// Outputs and gradients are float32. Inputs are float32 or bfloat16 tensors;
+// with ctx.compute == bf16 float32 inputs are rounded to bfloat16 (into the
+// calling thread's scratch) and the products accumulate in float32. A layer
+// that reads an input twice (forward, then backward) rounds it once with
+// to_compute() and passes the bfloat16 tensor.
 #pragma once
 
 #include "engine/kernels/conv.hpp"
@@ -13,6 +16,11 @@
 #include "engine/tensor.hpp"
 
 namespace dtrain::ops {
+
+// t in ctx's compute type: t itself under float32; under bfloat16 a rounded
+// copy in `buf` (re-allocated on t's device when its shape or type differ),
+// which is returned.
+const Tensor& to_compute(const Context& ctx, const Tensor& t, Tensor& buf);
 
 // c (M, N) = op(a) op(b) [+ bias (N)]; c must not alias a, b or bias.
 void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, const Tensor& b, const Tensor* bias,
