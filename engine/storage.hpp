@@ -59,4 +59,14 @@ struct CopyCounts {
 CopyCounts copy_counts();
 void count_copy(const Device& dst, const Device& src);
 
+// While one lives, copies made by this thread are not counted: for checks
+// that are not part of what a step transfers (assertions in debug builds).
+class UncountedCopies {
+ public:
+  UncountedCopies();
+  ~UncountedCopies();
+  UncountedCopies(const UncountedCopies&) = delete;
+  UncountedCopies& operator=(const UncountedCopies&) = delete;
+};
+
 }  // namespace dtrain

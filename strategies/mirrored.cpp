@@ -64,6 +64,7 @@ void MirroredStrategy::broadcast_from_first(bool non_trainable_only) {
 }
 
 bool MirroredStrategy::copies_identical() const {
+  const UncountedCopies not_a_step_transfer;
   for (size_t r = 1; r < replicas_.size(); ++r) {
     for (size_t i = 0; i < replicas_[0].values.size(); ++i) {
       const Tensor a = replicas_[0].values[i].to_host();
