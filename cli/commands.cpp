@@ -244,10 +244,12 @@ int run_validate(const Args& a) {
     LoadOptions options;
     options.overrides = a.overrides;
     auto job = load_job(path, options);
+    std::string graph;
     if (job) {
       // The model is built too: shape mistakes (conv2d on a flat input) show here.
       auto program = make_program(*job);
       if (!program) job = program.error();
+      else graph = program->model->graph_summary();
     }
     if (!job) {
       const int code = fail(job.error());
@@ -255,7 +257,7 @@ int run_validate(const Args& a) {
       continue;
     }
     if (a.jobs.size() > 1) std::printf("# %s\n", path.c_str());
-    std::fputs(job->resolved_yaml.c_str(), stdout);
+    std::fputs(a.graph ? graph.c_str() : job->resolved_yaml.c_str(), stdout);
   }
   return worst;
 }
@@ -340,6 +342,9 @@ const std::vector<Command>& commands() {
        [](CLI::App& s, Args& a) {
          s.add_option("job", a.jobs, "job files (YAML)")->required();
          s.add_option("--set", a.overrides, "override a job field: path.to.key=value (repeatable)");
+         s.add_flag("--graph", a.graph,
+                    "print the expanded model graph (every layer's inputs, output shape and parameter count) "
+                    "instead of the resolved job");
        },
        run_validate},
       {"schema", "print the JSON Schema of the job file", [](CLI::App&, Args&) {}, run_schema},

@@ -22,6 +22,7 @@ struct Args {
   std::string checkpoint;               // --checkpoint / inspect's positional
   std::string input, output;            // predict
   bool no_eval = false;                 // train: skip evaluation
+  bool graph = false;                   // validate: print the expanded model graph
   int data_exit = 0;                    // data *: set by its subcommand callbacks
   LaunchArgs launch;                    // launch: tasks (its train options are the fields above)
   std::string remote_cluster;           // train --remote-cluster: [type=]host:port,...

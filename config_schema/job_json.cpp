@@ -30,12 +30,17 @@ Json initializer_json(const InitializerSpec& init) {
 }
 
 Json layer_json(const LayerSpec& l) {
-  return Json{{"type", l.type}, {"name", l.name}, {"units", l.units}, {"filters", l.filters},
+  Json j{{"type", l.type}, {"name", l.name}, {"units", l.units}, {"filters", l.filters},
               {"kernel", l.kernel}, {"strides", l.strides}, {"padding", l.padding}, {"dilation", l.dilation},
               {"size", l.size}, {"activation", l.activation.empty() ? "linear" : l.activation},
               {"use_bias", l.use_bias}, {"kernel_initializer", initializer_json(l.kernel_initializer)},
               {"bias_initializer", initializer_json(l.bias_initializer)}, {"rate", shortest(l.rate)},
               {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)}};
+  // Graph fields only where used, so a sequential model's resolved form (and
+  // its model_hash, kept in checkpoints) is what it was before graphs.
+  if (!l.inputs.empty()) j["inputs"] = l.inputs;
+  if (l.type == "concatenate") j["axis"] = l.axis;
+  return j;
 }
 
 // The pipeline stages beyond prefetch: shard, interleave, map, num_parallel_calls.

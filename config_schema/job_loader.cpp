@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config_schema/blocks.hpp"
 #include "config_schema/data_files.hpp"
 #include "config_schema/emit_yaml.hpp"
 #include "config_schema/interpolate.hpp"
@@ -39,16 +40,24 @@ Result<JobSpec> load_job_from_string(const std::string& yaml_text, const std::st
   std::vector<Issue> issues = find_duplicate_keys(root);
   append(issues, interpolate_tree(root, options.getenv ? options.getenv : process_environment()));
   for (const std::string& o : options.overrides) append(issues, apply_override(root, o));
-  if (root.is_scalar() && root.text.empty() && !root.quoted)
+  BlockExpansion expansion = expand_blocks(root);
+  append(issues, std::move(expansion.issues));
+  if (root.is_scalar() && root.text.empty() && !root.quoted) {
     issues.push_back({root.loc, "", "the job file is empty; expected a mapping with at least a model section"});
-  else
-    append(issues, validate(root, job_schema(), job_schema()));
-  append(issues, semantic_checks(root));
+  } else {
+    std::vector<Issue> found = validate(root, job_schema(), job_schema());
+    append(found, semantic_checks(root));
+    append(issues, map_to_origins(std::move(found), expansion.origins));
+  }
   const std::string abs_base = fs::absolute(base_dir.empty() ? fs::path(".") : fs::path(base_dir)).lexically_normal().string();
   if (options.check_files) append(issues, check_data_files(root, abs_base));
   if (!issues.empty()) return issues_to_error(std::move(issues));
 
   JobSpec job = to_jobspec(root, display_name, abs_base);
+  for (size_t i = 0; i < expansion.origins.size() && i < job.model.layers.size(); ++i) {
+    job.model.layers[i].origin = expansion.origins[i].path;
+    job.model.layers[i].note = expansion.origins[i].note;
+  }
   const OrderedJson resolved = resolved_json(job);
   job.resolved_yaml = emit_yaml(resolved);
   job.model_hash = model_hash(resolved);

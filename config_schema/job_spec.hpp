@@ -18,6 +18,16 @@ struct LayerSpec {
                                // dropout | batch_norm | activation
   std::string name;            // optional; default "<type>", "<type>_1", ... (Keras naming)
   std::string where;           // "job.yaml:12:7" of this layer's node, for error messages
+  // Names of the layers (or model inputs) this one reads; empty: the layer
+  // above (the model's input for the first layer). inputs_where[i] is where
+  // inputs[i] was written ("" when made by a block's expansion).
+  std::vector<std::string> inputs;
+  std::vector<std::string> inputs_where;
+  // For a layer copied from a block: which copy, e.g. "in conv3_block1
+  // (block basic, filters=32, stride=2)"; shown as a note with its errors.
+  std::string note;
+  std::string origin;          // "model.layers[3]" / "model.blocks.basic.layers[2]"; "": model.layers[<index>]
+  int64_t axis = -1;           // concatenate
   int64_t units = 0;           // dense
   int64_t filters = 0;         // conv2d
   std::vector<int64_t> kernel;    // conv2d: [kh, kw]
@@ -37,6 +47,7 @@ struct LayerSpec {
 
 struct ModelSpec {
   std::vector<int64_t> input_shape;  // without batch, e.g. [28, 28, 1]
+  std::string input_name = "input";  // how layers' inputs: refer to the model's input
   std::vector<LayerSpec> layers;
   std::string loss = "sparse_softmax_cross_entropy";  // | softmax_cross_entropy | sigmoid_cross_entropy | mean_squared_error
   std::vector<std::string> metrics;  // accuracy | mean_loss | precision | recall | mean_absolute_error

@@ -96,6 +96,18 @@ LayerSpec read_layer(const Node& node) {
   s.read("target_shape", l.target_shape);
   s.read("momentum", l.momentum);
   s.read("epsilon", l.epsilon);
+  s.read("axis", l.axis);
+  if (const Node* in = s.get("inputs")) {
+    if (in->is_scalar()) {
+      l.inputs = {in->text};
+      l.inputs_where = {in->loc.str()};
+    } else {
+      for (const Node& item : in->items) {
+        l.inputs.push_back(item.text);
+        l.inputs_where.push_back(item.loc.str());
+      }
+    }
+  }
   if (l.type == "conv2d") {
     l.strides = l.dilation = {1, 1};
     s.read_size2("strides", l.strides);

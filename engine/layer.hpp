@@ -72,6 +72,34 @@ class Layer {
   virtual void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
                         const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                         const LayerCache& cache) const = 0;
+
+  // Several inputs (merge layers, attention over query and key/value). The
+  // model graph calls these; a one-input layer keeps the defaults, which
+  // pass its single input through. kAnyArity: two or more.
+  static constexpr int kAnyArity = -1;
+  virtual int arity() const { return 1; }
+  virtual Result<Shape> build_inputs(std::span<const Shape> inputs) { return build(inputs[0]); }
+  virtual void forward_inputs(const ForwardContext& ctx, std::span<Tensor> params, std::span<const Tensor* const> xs,
+                              Tensor& y, LayerCache& cache) const {
+    forward(ctx, params, *xs[0], y, cache);
+  }
+  // dxs[i] (null when not needed) receives the gradient w.r.t. xs[i].
+  virtual void backward_inputs(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
+                               std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
+                               std::span<Tensor* const> dxs, const LayerCache& cache) const {
+    backward(ctx, params, grads, *xs[0], y, dy, dxs[0], cache);
+  }
+};
+
+// A layer of several inputs implements only the *_inputs methods; the model
+// never calls the one-input ones on it.
+class MultiInputLayer : public Layer {
+ public:
+  Result<Shape> build(const Shape& input) final;
+  void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
+               LayerCache& cache) const final;
+  void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
+                const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const final;
 };
 
 }  // namespace dtrain

@@ -18,6 +18,10 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 }
 
 void prepare_output(Tensor& out, const Shape& shape, std::initializer_list<const Tensor*> inputs) {
+  prepare_output(out, shape, std::span<const Tensor* const>(inputs.begin(), inputs.size()));
+}
+
+void prepare_output(Tensor& out, const Shape& shape, std::span<const Tensor* const> inputs) {
   Device device = kHost;
   for (const Tensor* in : inputs) {
     if (in != nullptr && !in->empty()) {

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,7 @@ bool overlaps(const Tensor& a, const Tensor& b);
 // that device and overlaps none of `inputs`; else allocates.
 // This is how forward/backward avoid per-call allocations in steady state.
 void prepare_output(Tensor& out, const Shape& shape, std::initializer_list<const Tensor*> inputs);
+void prepare_output(Tensor& out, const Shape& shape, std::span<const Tensor* const> inputs);
 
 // (batch, s...)
 Shape with_batch(int64_t batch, const Shape& s);

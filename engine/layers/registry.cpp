@@ -11,6 +11,7 @@
 #include "engine/layers/dropout.hpp"
 #include "engine/layers/flatten.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/merge.hpp"
 #include "engine/layers/pool2d.hpp"
 #include "engine/layers/reshape.hpp"
 
@@ -98,6 +99,13 @@ Result<LayerPtr> make_activation_layer(const LayerSpec& s) {
   return make_activation(s.activation);
 }
 
+template <MergeKind kKind>
+Result<LayerPtr> make_merge(const LayerSpec&) {
+  return LayerPtr(std::make_unique<Merge>(kKind));
+}
+
+Result<LayerPtr> make_concatenate(const LayerSpec& s) { return LayerPtr(std::make_unique<Concatenate>(s.axis)); }
+
 struct Entry {
   const char* type;
   Factory make;
@@ -113,6 +121,12 @@ constexpr Entry kLayers[] = {
     {"dropout", make_dropout},
     {"batch_norm", make_batch_norm},
     {"activation", make_activation_layer},
+    {"add", make_merge<MergeKind::kAdd>},
+    {"subtract", make_merge<MergeKind::kSubtract>},
+    {"multiply", make_merge<MergeKind::kMultiply>},
+    {"average", make_merge<MergeKind::kAverage>},
+    {"maximum", make_merge<MergeKind::kMaximum>},
+    {"concatenate", make_concatenate},
 };
 
 }  // namespace

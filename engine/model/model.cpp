@@ -1,22 +1,61 @@
-// Sequential model: builds layers from the job and runs forward/backward over
-// one replica's state.
+// The model graph: wires layers by name, infers shapes in one pass that
+// reports every problem, and runs forward/backward over one replica's state.
 #include "engine/model/model.hpp"
 
 #include <fmt/format.h>
 
 #include <cassert>
 #include <map>
+#include <set>
 
+#include "config_schema/did_you_mean.hpp"
 #include "engine/layers/registry.hpp"
+#include "engine/ops/core.hpp"
 #include "engine/ops/support.hpp"
 
 namespace dtrain {
 
+namespace {
+
+// "job.yaml:7:7: model.layers[0] (conv2d)", or for a block's copy
+// "job.yaml:7:7: conv3_block1_1_conv (conv2d)" (its note then says which copy).
+std::string place_of(const LayerSpec& ls, size_t i) {
+  const std::string where = ls.where.empty() ? "" : ls.where + ": ";
+  if (!ls.note.empty()) return fmt::format("{}{} ({})", where, ls.name, ls.type);
+  if (!ls.origin.empty()) return fmt::format("{}{} ({})", where, ls.origin, ls.type);
+  return fmt::format("{}model.layers[{}] ({})", where, i, ls.type);
+}
+
+std::string with_note(const LayerSpec& ls, std::string msg) {
+  if (!ls.note.empty()) msg += "\n  note: " + ls.note;
+  return msg;
+}
+
+std::string names_str(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
   auto model = std::make_unique<Model>();
   model->input_shape_ = Shape(spec.input_shape.begin(), spec.input_shape.end());
-  Shape shape = model->input_shape_;
+  model->input_name_ = spec.input_name;
+  std::vector<std::string> errors;
+
+  // Every name in the file with where it is, so that a reference to a layer
+  // further down says so instead of "unknown".
+  std::map<std::string, std::string> defined_anywhere;
+  for (const LayerSpec& ls : spec.layers) defined_anywhere.emplace(ls.name, ls.where);
+
+  // name -> the entry holding that layer's output (kModelInput for the input).
+  std::map<std::string, int> value_of{{spec.input_name, kModelInput}};
+  std::set<int> failed;  // entries whose shape is unknown: errors below them would only echo theirs
+  std::vector<int> spec_output(spec.layers.size(), kModelInput);
   std::map<std::string, int> type_counts;
+
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& ls = spec.layers[i];
     std::string name = ls.name;
@@ -24,36 +63,167 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
       const int n = type_counts[ls.type]++;
       name = n == 0 ? ls.type : fmt::format("{}_{}", ls.type, n);
     }
-    const std::string where = ls.where.empty() ? "" : ls.where + ": ";
-    auto place = [&](const std::string& msg) {
-      return config_error(fmt::format("{}model.layers[{}] ({}): {}", where, i, ls.type, msg));
-    };
+    const std::string place = place_of(ls, i);
+    auto report = [&](const std::string& msg) { errors.push_back(fmt::format("{}: {}", place, with_note(ls, msg))); };
+
+    // Inputs: the names given, or the layer above.
+    std::vector<int> inputs;
+    bool inputs_ok = true;
+    if (ls.inputs.empty()) {
+      inputs.push_back(i == 0 ? kModelInput : spec_output[i - 1]);
+    } else {
+      for (size_t j = 0; j < ls.inputs.size(); ++j) {
+        const std::string& in = ls.inputs[j];
+        auto it = value_of.find(in);
+        if (it != value_of.end()) {
+          inputs.push_back(it->second);
+          continue;
+        }
+        inputs_ok = false;
+        // Said at the input's own position when the file has one.
+        const std::string at =
+            j < ls.inputs_where.size() && !ls.inputs_where[j].empty() ? ls.inputs_where[j] : ls.where;
+        const std::string here = (at.empty() ? "" : at + ": ") + place.substr(ls.where.empty() ? 0 : ls.where.size() + 2);
+        std::string msg;
+        auto below = defined_anywhere.find(in);
+        if (in == name) {
+          msg = fmt::format("inputs: \"{}\" is this layer itself; a layer can only use layers above it", in);
+        } else if (below != defined_anywhere.end()) {
+          msg = fmt::format("inputs: \"{}\" is defined below, at {}; a layer can only use layers above it", in,
+                            below->second);
+        } else {
+          std::vector<std::string> known;
+          for (const auto& [k, v] : value_of) known.push_back(k);
+          msg = fmt::format("inputs: unknown layer \"{}\"{}", in, did_you_mean(in, known));
+        }
+        errors.push_back(fmt::format("{}: {}", here, with_note(ls, msg)));
+      }
+    }
+
     auto layer = make_layer(ls);
-    if (!layer) return place(layer.error().message);
+    if (!layer) {
+      report(layer.error().message);
+      failed.insert(static_cast<int>(model->layers_.size()));
+      spec_output[i] = static_cast<int>(model->layers_.size());
+      // A placeholder keeps the name resolvable; its shape is unknown.
+      value_of[name] = spec_output[i];
+      model->layers_.push_back({nullptr, name, place, model->variables_.size(), 0, {}, inputs});
+      continue;
+    }
+    const int arity = (*layer)->arity();
+    if (inputs_ok) {
+      std::vector<std::string> given = ls.inputs.empty() ? std::vector<std::string>{} : ls.inputs;
+      if (arity == 1 && inputs.size() != 1) {
+        report(fmt::format("{} takes one input; got {} ({})", ls.type, inputs.size(), names_str(given)));
+        inputs_ok = false;
+      } else if (arity == Layer::kAnyArity && inputs.size() < 2) {
+        report(fmt::format("{} merges two or more inputs; got {}{} (list them: inputs: [a, b])", ls.type,
+                           inputs.size(), given.empty() ? " (the layer above)" : " (" + names_str(given) + ")"));
+        inputs_ok = false;
+      } else if (arity > 1 && static_cast<int>(inputs.size()) != arity) {
+        report(fmt::format("{} takes exactly {} inputs; got {}{}", ls.type, arity, inputs.size(),
+                           given.empty() ? " (the layer above)" : " (" + names_str(given) + ")"));
+        inputs_ok = false;
+      }
+    }
+    bool known_shapes = inputs_ok;
+    for (int in : inputs) known_shapes = known_shapes && failed.count(in) == 0;
+
+    const int index = static_cast<int>(model->layers_.size());
+    if (value_of.count(name) != 0) {
+      report(fmt::format("duplicate layer name \"{}\"{}", name,
+                         name == spec.input_name ? " (it is the model's input)" : ""));
+    }
     const bool fused = !ls.activation.empty() && ls.type != "activation" && (*layer)->fuse_activation(ls.activation);
-    auto out = (*layer)->build(shape);
-    if (!out) return place(out.error().message);
-    for (int64_t d : *out) {
-      if (d <= 0) return place(fmt::format("output shape {} has an empty dimension", shape_str(*out)));
+    Shape out;
+    if (known_shapes) {
+      std::vector<Shape> in_shapes;
+      for (int in : inputs) in_shapes.push_back(in == kModelInput ? model->input_shape_ : model->layers_[static_cast<size_t>(in)].out_shape);
+      auto built = (*layer)->build_inputs(in_shapes);
+      if (!built) {
+        std::string msg = built.error().message;
+        if (inputs.size() > 1 && !ls.inputs.empty()) {
+          msg += " (";
+          for (size_t j = 0; j < inputs.size(); ++j) msg += fmt::format("{}{}: {}", j == 0 ? "" : ", ", ls.inputs[j], shape_str(in_shapes[j]));
+          msg += ")";
+        }
+        report(msg);
+        known_shapes = false;
+      } else {
+        out = *built;
+        for (int64_t d : out) {
+          if (d <= 0) {
+            report(fmt::format("output shape {} has an empty dimension", shape_str(out)));
+            known_shapes = false;
+            break;
+          }
+        }
+      }
     }
-    const std::string place_text = fmt::format("{}model.layers[{}] ({})", where, i, ls.type);
-    Entry e{std::move(*layer), name, place_text, model->variables_.size(), 0, *out};
-    for (ParamSpec& p : e.layer->params()) {
-      model->variables_.push_back({name + "/" + p.name, p.shape, p.init, p.trainable});
-      ++e.num_vars;
+    Entry e{std::move(*layer), name, place, model->variables_.size(), 0, out, inputs};
+    if (known_shapes) {
+      for (ParamSpec& p : e.layer->params()) {
+        model->variables_.push_back({name + "/" + p.name, p.shape, p.init, p.trainable});
+        ++e.num_vars;
+      }
+    } else {
+      failed.insert(index);
     }
-    shape = *out;
     model->layers_.push_back(std::move(e));
+    int output = index;
     if (!ls.activation.empty() && ls.type != "activation" && !fused) {
       auto act = make_activation(ls.activation);
-      if (!act) return place(act.error().message);
-      auto act_out = (*act)->build(shape);
-      if (!act_out) return place(act_out.error().message);
-      model->layers_.push_back(
-          {std::move(*act), name + "/" + ls.activation, place_text, model->variables_.size(), 0, *act_out});
+      if (!act) {
+        report(act.error().message);
+        failed.insert(index);
+      } else {
+        Shape act_shape;
+        if (known_shapes) {
+          auto act_out = (*act)->build(out);
+          if (!act_out) {
+            report(act_out.error().message);
+            failed.insert(index + 1);
+          } else {
+            act_shape = *act_out;
+          }
+        } else {
+          failed.insert(index + 1);
+        }
+        model->layers_.push_back({std::move(*act), name + "/" + ls.activation, place, model->variables_.size(), 0,
+                                  act_shape, {index}});
+        output = index + 1;
+      }
+    }
+    spec_output[i] = output;
+    value_of[name] = output;
+  }
+
+  // Every layer must reach the output (the last layer).
+  if (!model->layers_.empty()) {
+    std::vector<char> reaches(model->layers_.size(), 0);
+    reaches.back() = 1;
+    for (size_t k = model->layers_.size(); k-- > 0;) {
+      if (!reaches[k]) continue;
+      for (int in : model->layers_[k].inputs) {
+        if (in != kModelInput) reaches[static_cast<size_t>(in)] = 1;
+      }
+    }
+    for (size_t i = 0; i < spec.layers.size(); ++i) {
+      if (!reaches[static_cast<size_t>(spec_output[i])] && errors.empty()) {
+        const LayerSpec& ls = spec.layers[i];
+        errors.push_back(fmt::format("{}: {}", place_of(ls, i),
+                                     with_note(ls, fmt::format("\"{}\" reaches no output: nothing below uses it and it is "
+                                                               "not the last layer (the model's output)",
+                                                               model->layers_[static_cast<size_t>(spec_output[i])].name))));
+      }
     }
   }
-  model->output_shape_ = shape;
+  if (!errors.empty()) {
+    std::string msg;
+    for (const std::string& e : errors) msg += (msg.empty() ? "" : "\n") + e;
+    return config_error(msg);
+  }
+  model->output_shape_ = model->layers_.empty() ? model->input_shape_ : model->layers_.back().out_shape;
   return model;
 }
 
@@ -77,13 +247,35 @@ int64_t Model::num_parameters() const {
 
 std::string Model::summary() const {
   std::string out = fmt::format("{:<24} {:<12} {:<18} {}\n", "layer", "type", "output", "params");
-  out += fmt::format("{:<24} {:<12} {:<18} {}\n", "input", "", shape_str(input_shape_), 0);
+  out += fmt::format("{:<24} {:<12} {:<18} {}\n", input_name_, "", shape_str(input_shape_), 0);
   for (const Entry& e : layers_) {
     int64_t params = 0;
     for (size_t v = e.first_var; v < e.first_var + e.num_vars; ++v) params += num_elements(variables_[v].shape);
     out += fmt::format("{:<24} {:<12} {:<18} {}\n", e.name, e.layer->type(), shape_str(e.out_shape), params);
   }
   out += fmt::format("total parameters: {}\n", num_parameters());
+  return out;
+}
+
+std::string Model::graph_summary() const {
+  size_t width = input_name_.size();
+  for (const Entry& e : layers_) width = std::max(width, e.name.size());
+  std::string out = fmt::format("{:<{}}  {:<20}  {:<18}  {:>10}  {}\n", "layer", width, "type", "output", "params", "inputs");
+  out += fmt::format("{:<{}}  {:<20}  {:<18}  {:>10}  {}\n", input_name_, width, "input", shape_str(input_shape_), 0, "");
+  for (const Entry& e : layers_) {
+    int64_t params = 0;
+    for (size_t v = e.first_var; v < e.first_var + e.num_vars; ++v) params += num_elements(variables_[v].shape);
+    std::string ins;
+    for (int in : e.inputs) ins += (ins.empty() ? "" : ", ") + (in == kModelInput ? input_name_ : layers_[static_cast<size_t>(in)].name);
+    out += fmt::format("{:<{}}  {:<20}  {:<18}  {:>10}  {}\n", e.name, width, e.layer->type(), shape_str(e.out_shape),
+                       params, ins);
+  }
+  out += fmt::format("{} layers, {} variables, {} parameters ({} trainable)\n", layers_.size(), variables_.size(),
+                     num_parameters(), [&] {
+                       int64_t n = 0;
+                       for (const VariableSpec& v : variables_) n += v.trainable ? num_elements(v.shape) : 0;
+                       return n;
+                     }());
   return out;
 }
 
@@ -97,34 +289,80 @@ ReplicaState Model::make_replica_state(const ops::Context& ctx) const {
   }
   rs.activations.resize(layers_.size());
   rs.caches.resize(layers_.size());
-  rs.input_grads.resize(layers_.size());
+  rs.output_grads.resize(layers_.size());
+  rs.extra_grads.resize(layers_.size());
+  rs.grad_written.assign(layers_.size(), 0);
+  size_t max_inputs = 1;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    rs.extra_grads[i].resize(layers_[i].inputs.size());
+    max_inputs = std::max(max_inputs, layers_[i].inputs.size());
+  }
+  rs.in_ptrs.resize(max_inputs);
+  rs.dx_ptrs.resize(max_inputs);
   return rs;
 }
 
 const Tensor& Model::forward(const ForwardContext& ctx, ReplicaState& rs, const Tensor& x) const {
-  const Tensor* in = &x;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Entry& e = layers_[i];
     std::span<Tensor> params(rs.values.data() + e.first_var, e.num_vars);
-    e.layer->forward(ctx, params, *in, rs.activations[i], rs.caches[i]);
-    in = &rs.activations[i];
+    if (e.inputs.size() == 1) {
+      const Tensor& in = e.inputs[0] == kModelInput ? x : rs.activations[static_cast<size_t>(e.inputs[0])];
+      e.layer->forward(ctx, params, in, rs.activations[i], rs.caches[i]);
+      continue;
+    }
+    for (size_t j = 0; j < e.inputs.size(); ++j) {
+      rs.in_ptrs[j] = e.inputs[j] == kModelInput ? &x : &rs.activations[static_cast<size_t>(e.inputs[j])];
+    }
+    e.layer->forward_inputs(ctx, params, std::span<const Tensor* const>(rs.in_ptrs.data(), e.inputs.size()),
+                            rs.activations[i], rs.caches[i]);
   }
-  return *in;
+  return layers_.empty() ? x : rs.activations.back();
 }
 
 void Model::backward(const ForwardContext& ctx, ReplicaState& rs, const Tensor& x, const Tensor& dlogits,
                      const std::function<void(size_t)>& layer_done) const {
-  const Tensor* dy = &dlogits;
+  std::fill(rs.grad_written.begin(), rs.grad_written.end(), 0);
   for (size_t k = layers_.size(); k-- > 0;) {
     const Entry& e = layers_[k];
-    const Tensor& in = k == 0 ? x : rs.activations[k - 1];
+    const Tensor& dy = k + 1 == layers_.size() ? dlogits : rs.output_grads[k];
     std::span<const Tensor> params(rs.values.data() + e.first_var, e.num_vars);
     std::span<Tensor> grads(rs.grads.data() + e.first_var, e.num_vars);
-    // The first layer's input gradient is never needed.
-    Tensor* dx = k == 0 ? nullptr : &rs.input_grads[k];
-    e.layer->backward(ctx, params, grads, in, rs.activations[k], *dy, dx, rs.caches[k]);
+    // Each input's gradient goes straight into its producer's buffer when
+    // this is the first (in reverse order) of the producer's consumers, and
+    // is added into it otherwise. The model's input needs none.
+    const size_t n = e.inputs.size();
+    for (size_t j = 0; j < n; ++j) {
+      const int src = e.inputs[j];
+      if (src == kModelInput) {
+        rs.dx_ptrs[j] = nullptr;
+      } else if (!rs.grad_written[static_cast<size_t>(src)]) {
+        rs.dx_ptrs[j] = &rs.output_grads[static_cast<size_t>(src)];
+        rs.grad_written[static_cast<size_t>(src)] = 2;  // 2: written by this layer, 1: final
+      } else {
+        rs.dx_ptrs[j] = &rs.extra_grads[k][j];
+      }
+    }
+    if (n == 1) {
+      const Tensor& in = e.inputs[0] == kModelInput ? x : rs.activations[static_cast<size_t>(e.inputs[0])];
+      e.layer->backward(ctx, params, grads, in, rs.activations[k], dy, rs.dx_ptrs[0], rs.caches[k]);
+    } else {
+      for (size_t j = 0; j < n; ++j) {
+        rs.in_ptrs[j] = e.inputs[j] == kModelInput ? &x : &rs.activations[static_cast<size_t>(e.inputs[j])];
+      }
+      e.layer->backward_inputs(ctx, params, grads, std::span<const Tensor* const>(rs.in_ptrs.data(), n),
+                               rs.activations[k], dy, std::span<Tensor* const>(rs.dx_ptrs.data(), n), rs.caches[k]);
+    }
+    for (size_t j = 0; j < n; ++j) {
+      const int src = e.inputs[j];
+      if (src == kModelInput) continue;
+      auto& written = rs.grad_written[static_cast<size_t>(src)];
+      if (rs.dx_ptrs[j] == &rs.extra_grads[k][j]) {
+        ops::add_into(rs.ctx, rs.output_grads[static_cast<size_t>(src)], rs.extra_grads[k][j]);
+      }
+      written = 1;
+    }
     if (layer_done) layer_done(k);
-    if (dx != nullptr) dy = dx;
   }
 }
 

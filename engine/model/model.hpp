@@ -1,5 +1,6 @@
-// A sequential model built once from ModelSpec: the layers, their shapes and
-// the list of logical variables. The Model holds no variable values and no
+// A model graph built once from ModelSpec: the layers in file order (which
+// is a topological order: a layer reads only layers above it), their inputs,
+// shapes and the list of logical variables. The Model holds no variable values and no
 // activations: those live in per-replica state (ReplicaState) owned by the
 // strategy, so one Model serves every replica of every strategy.
 #pragma once
@@ -36,9 +37,15 @@ struct ReplicaState {
   std::vector<Tensor> grads;        // same; allocated for trainable variables
   std::vector<Tensor> activations;  // activations[i] is the output of layer i
   std::vector<LayerCache> caches;   // one per layer
-  // input_grads[i]: gradient w.r.t. layer i's input, kept per layer so its
+  // output_grads[i]: gradient w.r.t. layer i's output, kept per layer so its
   // buffer is reused step after step (no allocation in the steady state).
-  std::vector<Tensor> input_grads;
+  std::vector<Tensor> output_grads;
+  // extra_grads[i][j]: layer i's gradient for its input j when that input's
+  // gradient already holds another consumer's part (it is then added in).
+  std::vector<std::vector<Tensor>> extra_grads;
+  std::vector<char> grad_written;        // per layer, during backward
+  std::vector<const Tensor*> in_ptrs;    // scratch for a layer's inputs
+  std::vector<Tensor*> dx_ptrs;          // scratch for a layer's input gradients
   // The replica's shard of the batch on its device (reused step after step
   // when the replica is not on the host).
   Tensor features, labels;
@@ -46,8 +53,9 @@ struct ReplicaState {
 
 class Model {
  public:
-  // Builds every layer on the input shape; an inconsistent model (conv2d on a
-  // flat input, ...) gives a kConfig error naming the layer's file:line:col.
+  // Wires and builds every layer; an inconsistent model (conv2d on a flat
+  // input, an unknown input name, a merge of different shapes, ...) gives one
+  // kConfig error listing every problem, each with the layer's file:line:col.
   static Result<std::unique_ptr<Model>> build(const ModelSpec& spec);
 
   const std::vector<VariableSpec>& variables() const { return variables_; }
@@ -56,6 +64,10 @@ class Model {
   size_t num_layers() const { return layers_.size(); }
   int64_t num_parameters() const;
   std::string summary() const;  // one line per layer: name, type, output shape, params
+  // The expanded graph: one line per layer with its inputs, output shape and
+  // parameter count (`dtrain validate --graph`).
+  std::string graph_summary() const;
+  const std::string& input_name() const { return input_name_; }
 
   // A kConfig error naming the first layer (its file:line:col), device and
   // compute type that ctx's backend cannot run (engine/ops/support.hpp).
@@ -85,8 +97,11 @@ class Model {
     std::string place;  // "job.yaml:7:7: model.layers[0] (conv2d)", for errors
     size_t first_var = 0, num_vars = 0;  // this layer's range in variables_
     Shape out_shape;
+    std::vector<int> inputs;  // layer indices; kModelInput for the model's input
   };
+  static constexpr int kModelInput = -1;
   Shape input_shape_, output_shape_;
+  std::string input_name_;
   std::vector<Entry> layers_;
   std::vector<VariableSpec> variables_;
 };

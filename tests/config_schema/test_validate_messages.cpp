@@ -25,7 +25,7 @@ TEST_CASE("validate: enum values, with did-you-mean") {
 TEST_CASE("validate: unknown keys at every depth, with did-you-mean") {
   CHECK(load_error("model:\n  layers:\n    - {type: dense, unts: 10}\n  input: {shape: [1]}\n") ==
         "job.yaml:3:7: model.layers[0].units: required key is missing; expected an integer >= 1\n"
-        "job.yaml:3:21: model.layers[0].unts: unknown key; expected one of type, name, units, activation, use_bias, "
+        "job.yaml:3:21: model.layers[0].unts: unknown key; expected one of type, name, inputs, units, activation, use_bias, "
         "kernel_initializer, bias_initializer (did you mean \"units\"?)");
   CHECK(load_error(with("optimizer: {schedule: {type: constant, warmup: 10}}\n")) ==
         "job.yaml:5:40: optimizer.schedule.warmup: unknown key; expected one of type, decay_steps, decay_rate, "
@@ -76,12 +76,14 @@ TEST_CASE("validate: layer types dispatch on type") {
   const std::string head = "model:\n  input: {shape: [4]}\n  layers:\n";
   CHECK(load_error(head + "    - {type: dence, units: 3}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type \"dence\"; expected one of dense, conv2d, max_pool2d, "
-        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation (did you mean \"dense\"?)");
+        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation, add, subtract, multiply, average, maximum, "
+        "concatenate (did you mean \"dense\"?)");
   CHECK(load_error(head + "    - {type: 7}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type 7; expected one of dense, conv2d, max_pool2d, "
-        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation");
+        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation, add, subtract, multiply, average, maximum, "
+        "concatenate");
   CHECK(load_error(head + "    - {type: flatten, units: 3}\n") ==
-        "job.yaml:4:23: model.layers[0].units: unknown key; expected one of type, name");
+        "job.yaml:4:23: model.layers[0].units: unknown key; expected one of type, name, inputs");
   CHECK(load_error(head + "    - {type: dropout, rate: 1.5}\n") ==
         "job.yaml:4:29: model.layers[0].rate: 1.5 is not below 1; expected a number >= 0 and < 1");
   CHECK(load_error(head + "    - {type: activation, activation: linear}\n") ==

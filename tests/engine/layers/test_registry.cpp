@@ -20,8 +20,9 @@ LayerSpec spec(const std::string& type) {
 }
 
 TEST_CASE("registry: table order and every type constructs and builds") {
-  const std::vector<std::string> expected{"dense",   "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
-                                          "reshape", "dropout", "batch_norm", "activation"};
+  const std::vector<std::string> expected{"dense",      "conv2d",     "max_pool2d", "avg_pool2d", "flatten",
+                                          "reshape",    "dropout",    "batch_norm", "activation", "add",
+                                          "subtract",   "multiply",   "average",    "maximum",    "concatenate"};
   CHECK(layer_types() == expected);
   for (const std::string& t : layer_types()) {
     CAPTURE(t);
@@ -29,7 +30,13 @@ TEST_CASE("registry: table order and every type constructs and builds") {
     REQUIRE(layer.ok());
     CHECK((*layer)->type() == t);
     const Shape input = t == "dense" ? Shape{6} : Shape{6, 6, 2};
-    CHECK((*layer)->build(input).ok());
+    if ((*layer)->arity() == 1) {
+      CHECK((*layer)->build(input).ok());
+    } else {
+      const std::vector<Shape> two{input, input};
+      CHECK((*layer)->build_inputs(two).ok());
+      CHECK_FALSE((*layer)->build(input).ok());  // a merge layer on one input is refused
+    }
   }
 }
 
@@ -52,7 +59,7 @@ TEST_CASE("registry: windows from the spec") {
 TEST_CASE("registry: errors") {
   CHECK(make_layer(spec("desne")).error().message ==
         "unknown layer type \"desne\"; known types: dense, conv2d, max_pool2d, avg_pool2d, flatten, reshape, "
-        "dropout, batch_norm, activation (did you mean \"dense\"?)");
+        "dropout, batch_norm, activation, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
   LayerSpec d = spec("dense");
   d.units = 0;
   CHECK(make_layer(d).error().message == "dense: units must be >= 1; got 0");

@@ -1,0 +1,54 @@
+// Merge layers: add, subtract, multiply, average, maximum and concatenate
+// (Keras' merging layers). Shapes must match exactly (concatenate: except
+// along its axis): there is no silent broadcasting.
+#pragma once
+
+#include <string>
+
+#include "engine/layer.hpp"
+
+namespace dtrain {
+
+enum class MergeKind { kAdd, kSubtract, kMultiply, kAverage, kMaximum };
+
+class Merge final : public MultiInputLayer {
+ public:
+  explicit Merge(MergeKind kind) : kind_(kind) {}
+  std::string type() const override;
+  std::vector<std::string_view> ops() const override { return {"merge"}; }
+  int arity() const override { return kind_ == MergeKind::kSubtract ? 2 : kAnyArity; }
+  Result<Shape> build_inputs(std::span<const Shape> inputs) override;
+  void forward_inputs(const ForwardContext& ctx, std::span<Tensor> params, std::span<const Tensor* const> xs,
+                      Tensor& y, LayerCache& cache) const override;
+  void backward_inputs(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
+                       std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
+                       std::span<Tensor* const> dxs, const LayerCache& cache) const override;
+
+ private:
+  MergeKind kind_;
+};
+
+// Joins its inputs along `axis` (of the per-example shape; negative counts
+// from the end, Keras' default -1).
+class Concatenate final : public MultiInputLayer {
+ public:
+  explicit Concatenate(int64_t axis) : axis_(axis) {}
+  std::string type() const override { return "concatenate"; }
+  std::vector<std::string_view> ops() const override { return {"merge"}; }
+  int arity() const override { return kAnyArity; }
+  Result<Shape> build_inputs(std::span<const Shape> inputs) override;
+  void forward_inputs(const ForwardContext& ctx, std::span<Tensor> params, std::span<const Tensor* const> xs,
+                      Tensor& y, LayerCache& cache) const override;
+  void backward_inputs(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
+                       std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
+                       std::span<Tensor* const> dxs, const LayerCache& cache) const override;
+
+ private:
+  int64_t axis_;
+  int64_t resolved_axis_ = 0;       // 0-based in the per-example shape
+  std::vector<int64_t> widths_;     // each input's size along the axis times the inner size
+  int64_t inner_ = 1;               // product of the dims after the axis
+  int64_t out_width_ = 0;           // sum of widths_
+};
+
+}  // namespace dtrain
