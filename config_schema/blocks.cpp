@@ -43,7 +43,7 @@ class Expander {
     out_.issues.push_back({at.loc, std::move(path), std::move(msg)});
   }
   void read_blocks(const Node& blocks);
-  void check_no_params(const Node& n, const std::string& path);
+  void check_no_params(Node& n, const std::string& path);
   std::string name_of(const Node& layer) const;
   void expand_use(const Node& use, size_t index, std::string& prev);
   // Replaces $refs under `n` by the copy's values; reports unknown ones once.
@@ -143,12 +143,13 @@ void Expander::read_blocks(const Node& blocks) {
   }
 }
 
-void Expander::check_no_params(const Node& n, const std::string& path) {
+void Expander::check_no_params(Node& n, const std::string& path) {
   if (is_param_ref(n)) {
     issue(n, path, fmt::format("{} is a block parameter, but this layer is not in a block (write the value, or "
                                "quote it for a string starting with $)", n.text));
+    n.flagged = true;
   }
-  for (const auto& [k, v] : n.entries) {
+  for (auto& [k, v] : n.entries) {
     if (k.text == "when" && path.rfind("model.layers", 0) == 0) {
       issue(k, child_path(path, "when"), "when: is for layers inside a block (model.blocks.NAME.layers)");
     }
@@ -166,8 +167,12 @@ void Expander::substitute(Node& n, const std::map<std::string, const Node*>& val
                           const std::string& path) {
   if (is_param_ref(n)) {
     auto it = values.find(n.text.substr(1));
-    if (it != values.end() && it->second != nullptr) n = *it->second;
-    return;  // unknown refs were reported with the block
+    if (it != values.end() && it->second != nullptr) {
+      n = *it->second;
+    } else {
+      n.flagged = true;  // reported with the block; validation need not add "got $x"
+    }
+    return;
   }
   (void)b;
   for (auto& [k, v] : n.entries) substitute(v, values, b, child_path(path, k.text));
@@ -276,6 +281,7 @@ void Expander::expand_use(const Node& use, size_t index, std::string& prev) {
     for (size_t i = 0; i < b.layers->items.size(); ++i) {
       const std::string lp = index_path(child_path(child_path("model.blocks", b.name), "layers"), i);
       Node layer = b.layers->items[i];
+      if (layer.is_mapping() && layer.find("block") != nullptr) continue;  // reported with the block
       if (!layer.is_mapping()) {
         layers_out_.push_back(std::move(layer));
         out_.origins.push_back({lp, note});
@@ -416,6 +422,8 @@ BlockExpansion Expander::run() {
     out_.origins.push_back({path, ""});
   }
   layers->items = std::move(layers_out_);
+  // A use that could not be expanded was reported; an empty list is its echo.
+  if (layers->items.empty() && !out_.issues.empty()) layers->flagged = true;
   auto& entries = model_.entries;
   entries.erase(std::remove_if(entries.begin(), entries.end(), [](const auto& e) { return e.first.text == "blocks"; }),
                 entries.end());
@@ -446,6 +454,16 @@ std::vector<Issue> map_to_origins(std::vector<Issue> issues, const std::vector<L
           issue.path = origins[index].path + issue.path.substr(close + 1);
         }
       }
+    }
+    // "model.layers[N]" inside the message names an expanded layer too.
+    for (size_t at = issue.message.find(prefix); at != std::string::npos; at = issue.message.find(prefix, at + 1)) {
+      const size_t close = issue.message.find(']', at + prefix.size());
+      if (close == std::string::npos) break;
+      const std::string digits = issue.message.substr(at + prefix.size(), close - at - prefix.size());
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      const size_t index = std::stoul(digits);
+      if (index >= origins.size()) continue;
+      issue.message.replace(at, close + 1 - at, origins[index].path);
     }
     const std::string key = issue.where.str() + "|" + issue.path + "|" + issue.message;
     if (!seen.insert(key).second) continue;

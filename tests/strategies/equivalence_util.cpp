@@ -25,6 +25,16 @@ const char* const kCnnLayers =
     "    - {type: dropout, rate: 0.25}\n"
     "    - {type: flatten}\n"
     "    - {type: dense, units: 10}\n";
+const char* const kResidualLayers =
+    "    - {name: c1, type: conv2d, filters: 4, kernel: 3, padding: same, activation: relu}\n"
+    "    - {name: c2, type: conv2d, filters: 4, kernel: 3, padding: same}\n"
+    "    - {name: r, type: add, inputs: [c1, c2], activation: relu}\n"
+    "    - {name: p, type: max_pool2d, size: 2}\n"
+    "    - {name: f, type: flatten}\n"
+    "    - {name: skip, type: flatten, inputs: input}\n"
+    "    - {name: cat, type: concatenate, inputs: [f, skip]}\n"
+    "    - {type: dropout, rate: 0.25}\n"
+    "    - {type: dense, units: 10}\n";
 const char* const kSgdMomentum = "optimizer: {type: sgd, learning_rate: 0.05, momentum: 0.9}\n";
 const char* const kAdam = "optimizer: {type: adam, learning_rate: 0.01}\n";
 const char* const kPlainSgd = "optimizer: {type: sgd, learning_rate: 0.05}\n";

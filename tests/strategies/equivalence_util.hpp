@@ -18,6 +18,9 @@ namespace dtrain::testing {
 // model.layers of the two models under test (input [8, 8, 1], 10 classes).
 extern const char* const kMlpLayers;  // flatten, dense 32 relu, dropout 0.25, dense 10
 extern const char* const kCnnLayers;  // conv2d 8 3x3 same relu, max_pool2d 2, dropout 0.25, flatten, dense 10
+// A graph: two convolutions joined by a residual add, pooled, flattened and
+// concatenated with the flattened input, dropout 0.25, dense 10.
+extern const char* const kResidualLayers;
 // optimizer sections.
 extern const char* const kSgdMomentum;  // sgd, lr 0.05, momentum 0.9
 extern const char* const kAdam;         // adam, lr 0.01

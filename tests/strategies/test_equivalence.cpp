@@ -109,6 +109,10 @@ TEST_CASE("equivalence: towers and mirrored train the CNN like one_device (sgd, 
   check_equivalence("cnn sgd", kCnnLayers, kSgdMomentum, {{12, {1, 2, 3, 4}}, {10, {1, 2, 3, 4}}}, true);
 }
 
+TEST_CASE("equivalence: towers and mirrored train a residual graph like one_device (sgd, momentum 0.9)") {
+  check_equivalence("residual sgd", kResidualLayers, kSgdMomentum, {{12, {1, 2, 3, 4}}, {10, {1, 3}}}, true);
+}
+
 TEST_CASE("equivalence: towers and mirrored train the MLP like one_device (adam)") {
   check_equivalence("mlp adam", kMlpLayers, kAdam, {{12, {1, 2, 3, 4}}, {10, {1, 2, 3, 4}}}, false);
 }
@@ -157,6 +161,11 @@ TEST_CASE("equivalence: loss_reduction scales the gradient of the global batch's
 
 TEST_CASE("equivalence: one_device, towers and mirrored on debug devices train the CNN like one_device on cpu:0") {
   check_equivalence("cnn sgd on debug", kCnnLayers, kSgdMomentum, {{12, {1, 2, 3}}, {10, {1, 3}}}, true, "debug",
+                    {"one_device", "towers", "mirrored"});
+}
+
+TEST_CASE("equivalence: one_device, towers and mirrored on debug devices train a residual graph like cpu:0") {
+  check_equivalence("residual sgd on debug", kResidualLayers, kSgdMomentum, {{12, {1, 3}}}, true, "debug",
                     {"one_device", "towers", "mirrored"});
 }
 
