@@ -40,6 +40,7 @@ class Expander {
 
  private:
   void issue(const Node& at, std::string path, std::string msg) {
+    if (!reported_.insert(at.loc.str() + "|" + msg).second) return;  // a copy's echo of a reported problem
     out_.issues.push_back({at.loc, std::move(path), std::move(msg)});
   }
   void read_blocks(const Node& blocks);
@@ -55,6 +56,8 @@ class Expander {
   std::vector<Node> layers_out_;
   std::map<std::string, std::string> alias_;  // block-use name -> its output layer
   std::set<std::string> reported_;            // "<loc>|<message>" already given
+  std::set<std::string> above_;               // names usable so far: the input, emitted layers, block uses
+  std::set<std::string> everywhere_;          // every top-level and block-use name in the file
   BlockExpansion out_;
 };
 
@@ -293,16 +296,27 @@ void Expander::expand_use(const Node& use, size_t index, std::string& prev) {
       Node* inputs = layer.find("inputs");
       std::optional<std::string> single_input;
       if (inputs != nullptr && value_type(*inputs) != ValueType::kNull) {
-        auto rename = [&](Node& n) {
+        auto rename = [&](Node& n, const std::string& ipath) {
           if (!n.is_scalar()) return;
-          if (auto l = local.find(n.text); l != local.end()) n.text = l->second;
-          else if (auto a = alias_.find(n.text); a != alias_.end()) n.text = a->second;
+          if (auto l = local.find(n.text); l != local.end()) {
+            n.text = l->second;
+          } else if (auto a = alias_.find(n.text); a != alias_.end()) {
+            n.text = a->second;
+          } else if (above_.count(n.text) == 0) {
+            std::vector<std::string> names;
+            for (const auto& [k, v] : local) names.push_back(k);
+            issue(n, ipath,
+                  fmt::format("unknown layer \"{}\"; a layer in block {} reads `in`, a layer of the block above "
+                              "it, or a layer above the block's use{}",
+                              n.text, b.name, did_you_mean(n.text, names)));
+            n.flagged = true;
+          }
         };
         if (inputs->is_sequence()) {
-          for (Node& n : inputs->items) rename(n);
+          for (size_t j = 0; j < inputs->items.size(); ++j) rename(inputs->items[j], index_path(child_path(lp, "inputs"), j));
           if (inputs->items.size() == 1 && inputs->items[0].is_scalar()) single_input = inputs->items[0].text;
         } else {
-          rename(*inputs);
+          rename(*inputs, child_path(lp, "inputs"));
           single_input = inputs->text;
         }
       } else {
@@ -338,6 +352,7 @@ void Expander::expand_use(const Node& use, size_t index, std::string& prev) {
       const std::string full = copy + "_" + local_name;
       if (Node* n = layer.find("name")) n->text = full;
       local[local_name] = full;
+      above_.insert(full);
       last = full;
       layers_out_.push_back(std::move(layer));
       out_.origins.push_back({lp, note});
@@ -345,6 +360,7 @@ void Expander::expand_use(const Node& use, size_t index, std::string& prev) {
     in = last;
   }
   alias_[use_name] = in;
+  above_.insert(use_name);
   prev = in;
 }
 
@@ -386,6 +402,10 @@ BlockExpansion Expander::run() {
   }
 
   std::string prev = input_name_;
+  above_.insert(input_name_);
+  for (const Node& l : layers->items) {
+    if (l.is_mapping() && !name_of(l).empty()) everywhere_.insert(name_of(l));
+  }
   bool after_block = false;
   for (size_t i = 0; i < layers->items.size(); ++i) {
     Node& l = layers->items[i];
@@ -400,13 +420,21 @@ BlockExpansion Expander::run() {
     if (layer.is_mapping()) {
       Node* inputs = layer.find("inputs");
       if (inputs != nullptr && value_type(*inputs) != ValueType::kNull) {
-        auto rename = [&](Node& n) {
-          if (auto a = alias_.find(n.text); n.is_scalar() && a != alias_.end()) n.text = a->second;
+        auto rename = [&](Node& n, const std::string& ipath) {
+          if (!n.is_scalar()) return;
+          if (auto a = alias_.find(n.text); a != alias_.end()) {
+            n.text = a->second;
+          } else if (above_.count(n.text) == 0 && everywhere_.count(n.text) == 0) {
+            // (A name further down is the graph's to report: "defined below".)
+            std::vector<std::string> names(above_.begin(), above_.end());
+            issue(n, ipath, fmt::format("unknown layer \"{}\"{}", n.text, did_you_mean(n.text, names)));
+            n.flagged = true;
+          }
         };
         if (inputs->is_sequence()) {
-          for (Node& n : inputs->items) rename(n);
+          for (size_t j = 0; j < inputs->items.size(); ++j) rename(inputs->items[j], index_path(child_path(path, "inputs"), j));
         } else {
-          rename(*inputs);
+          rename(*inputs, child_path(path, "inputs"));
         }
       } else if (after_block) {
         // "The layer above" is the block's output, not its last copied layer
@@ -416,6 +444,7 @@ BlockExpansion Expander::run() {
         else layer.entries.emplace_back(Node::scalar("inputs", layer.loc), value);
       }
       prev = name_of(layer);
+      above_.insert(prev);
     }
     after_block = false;
     layers_out_.push_back(std::move(layer));
