@@ -28,6 +28,7 @@ struct LayerSpec {
   std::string note;
   std::string origin;          // "model.layers[3]" / "model.blocks.basic.layers[2]"; "": model.layers[<index>]
   int64_t axis = -1;           // concatenate
+  std::vector<int64_t> pad;    // zero_padding2d: [rows, columns] added on each side
   int64_t units = 0;           // dense
   int64_t filters = 0;         // conv2d
   std::vector<int64_t> kernel;    // conv2d: [kh, kw]

@@ -86,7 +86,8 @@ LayerSpec read_layer(const Node& node) {
   s.read("units", l.units);
   s.read("filters", l.filters);
   s.read_size2("kernel", l.kernel);
-  s.read("padding", l.padding);
+  if (l.type == "zero_padding2d") s.read_size2("padding", l.pad);
+  else s.read("padding", l.padding);
   s.read("activation", l.activation);
   if (l.activation == "linear") l.activation.clear();
   s.read("use_bias", l.use_bias);

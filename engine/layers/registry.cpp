@@ -14,6 +14,7 @@
 #include "engine/layers/merge.hpp"
 #include "engine/layers/pool2d.hpp"
 #include "engine/layers/reshape.hpp"
+#include "engine/layers/zero_padding2d.hpp"
 
 namespace dtrain {
 
@@ -106,6 +107,16 @@ Result<LayerPtr> make_merge(const LayerSpec&) {
 
 Result<LayerPtr> make_concatenate(const LayerSpec& s) { return LayerPtr(std::make_unique<Concatenate>(s.axis)); }
 
+Result<LayerPtr> make_zero_padding2d(const LayerSpec& s) {
+  std::vector<int64_t> pad = s.pad.empty() ? std::vector<int64_t>{1, 1} : s.pad;
+  if (pad.size() == 1) pad.push_back(pad[0]);
+  if (pad.size() != 2 || pad[0] < 0 || pad[1] < 0) {
+    return config_error(fmt::format("zero_padding2d: padding must be an integer >= 0 or [rows, columns]; got {}",
+                                    shape_str(Shape(s.pad.begin(), s.pad.end()))));
+  }
+  return LayerPtr(std::make_unique<ZeroPadding2D>(pad[0], pad[1]));
+}
+
 struct Entry {
   const char* type;
   Factory make;
@@ -121,6 +132,7 @@ constexpr Entry kLayers[] = {
     {"dropout", make_dropout},
     {"batch_norm", make_batch_norm},
     {"activation", make_activation_layer},
+    {"zero_padding2d", make_zero_padding2d},
     {"add", make_merge<MergeKind::kAdd>},
     {"subtract", make_merge<MergeKind::kSubtract>},
     {"multiply", make_merge<MergeKind::kMultiply>},

@@ -28,6 +28,7 @@ const Row kTable[] = {
     {"batch_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"dropout", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"merge", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"pad", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"sum_rows", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"mul", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"loss", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},

@@ -21,7 +21,7 @@ LayerSpec spec(const std::string& type) {
 
 TEST_CASE("registry: table order and every type constructs and builds") {
   const std::vector<std::string> expected{"dense",      "conv2d",     "max_pool2d", "avg_pool2d", "flatten",
-                                          "reshape",    "dropout",    "batch_norm", "activation", "add",
+                                          "reshape",    "dropout",    "batch_norm", "activation", "zero_padding2d", "add",
                                           "subtract",   "multiply",   "average",    "maximum",    "concatenate"};
   CHECK(layer_types() == expected);
   for (const std::string& t : layer_types()) {
@@ -59,7 +59,7 @@ TEST_CASE("registry: windows from the spec") {
 TEST_CASE("registry: errors") {
   CHECK(make_layer(spec("desne")).error().message ==
         "unknown layer type \"desne\"; known types: dense, conv2d, max_pool2d, avg_pool2d, flatten, reshape, "
-        "dropout, batch_norm, activation, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
+        "dropout, batch_norm, activation, zero_padding2d, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
   LayerSpec d = spec("dense");
   d.units = 0;
   CHECK(make_layer(d).error().message == "dense: units must be >= 1; got 0");

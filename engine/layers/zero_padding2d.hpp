@@ -1,0 +1,25 @@
+// ZeroPadding2D (Keras): adds `pad_h` rows of zeros above and below and
+// `pad_w` columns left and right of each NHWC image.
+#pragma once
+
+#include "engine/layer.hpp"
+
+namespace dtrain {
+
+class ZeroPadding2D : public Layer {
+ public:
+  ZeroPadding2D(int64_t pad_h, int64_t pad_w) : pad_h_(pad_h), pad_w_(pad_w) {}
+  std::string type() const override { return "zero_padding2d"; }
+  std::vector<std::string_view> ops() const override { return {"pad"}; }
+  Result<Shape> build(const Shape& input) override;
+  void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
+               LayerCache& cache) const override;
+  void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
+                const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+
+ private:
+  int64_t pad_h_, pad_w_;
+  Shape in_, out_;
+};
+
+}  // namespace dtrain
