@@ -40,6 +40,7 @@ Json layer_json(const LayerSpec& l) {
   // its model_hash, kept in checkpoints) is what it was before graphs.
   if (!l.inputs.empty()) j["inputs"] = l.inputs;
   if (l.type == "concatenate") j["axis"] = l.axis;
+  if (l.sync) j["sync"] = true;
   if (l.type == "zero_padding2d") j["padding"] = l.pad.empty() ? std::vector<int64_t>{1, 1} : l.pad;
   return j;
 }

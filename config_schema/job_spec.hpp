@@ -44,6 +44,7 @@ struct LayerSpec {
   std::vector<int64_t> target_shape;  // reshape (without batch)
   float momentum = 0.99f;      // batch_norm moving-average momentum
   float epsilon = 1e-3f;       // batch_norm
+  bool sync = false;           // batch_norm: statistics over the global batch (every replica and worker)
 };
 
 struct ModelSpec {

@@ -98,6 +98,7 @@ LayerSpec read_layer(const Node& node) {
   s.read("momentum", l.momentum);
   s.read("epsilon", l.epsilon);
   s.read("axis", l.axis);
+  s.read("sync", l.sync);
   if (const Node* in = s.get("inputs")) {
     if (in->is_scalar()) {
       l.inputs = {in->text};

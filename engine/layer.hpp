@@ -31,6 +31,17 @@ struct ParamSpec {
   bool trainable = true;
 };
 
+// Sums vectors over every replica (and worker) training one step: what a
+// synchronised batch norm needs for statistics over the global batch.
+// Every replica of the step calls all_reduce the same number of times, with
+// the same lengths, in the same order; each call returns once all have
+// made it, with `values` holding the sum (the same bits everywhere).
+class CrossReplicaSum {
+ public:
+  virtual ~CrossReplicaSum() = default;
+  virtual void all_reduce(std::span<double> values) = 0;
+};
+
 struct ForwardContext {
   bool training = false;
   uint64_t seed = 0;           // run.seed
@@ -38,6 +49,8 @@ struct ForwardContext {
   int64_t example_offset = 0;  // global index (within the step's global batch) of row 0
   // The replica's device and compute type; every tensor of the call lives there.
   const ops::Context* ops = &ops::host_context();
+  // Null: this replica's batch is the global batch (one_device, evaluation).
+  CrossReplicaSum* cross_replica = nullptr;
 };
 
 // Per-replica, per-layer scratch kept between forward and backward.

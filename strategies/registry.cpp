@@ -166,6 +166,31 @@ static Status check_precision(const JobSpec& job, const Program& program, const 
   return Status::Ok();
 }
 
+// batch_norm with sync: true sums its statistics over every replica of the
+// step: in process always; across the training processes of collective and
+// sync parameter_server through a communicator of its own. Async
+// parameter_server workers step independently: there is no global batch.
+Status connect_synchronised_statistics(const JobSpec& job, Strategy& strategy, ClusterRuntime* cluster) {
+  const LayerSpec* synced = nullptr;
+  for (const LayerSpec& l : job.model.layers) {
+    if (l.type == "batch_norm" && l.sync && synced == nullptr) synced = &l;
+  }
+  if (synced == nullptr || cluster == nullptr || !cluster->is_training_task() || cluster->size() < 2) return Status::Ok();
+  if (job.strategy.type == "parameter_server" && job.strategy.mode != "sync") {
+    return config_error(fmt::format("{}: {} (batch_norm) has sync: true, which needs a global batch, but "
+                                    "parameter_server runs in mode async (each worker steps on its own); use mode: sync "
+                                    "or sync: false",
+                                    synced->where, synced->name));
+  }
+  auto* replicated = dynamic_cast<ReplicatedStrategy*>(&strategy);
+  if (replicated == nullptr) return Status::Ok();
+  auto comm = GlooComm::create(cluster->client(), cluster->rank(), cluster->size(), cluster->bind_host(),
+                               cluster->timeout_secs(), "syncbn/gloo/");
+  if (!comm) return comm.error();
+  replicated->sum_statistics_over(std::move(*comm), cluster);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
@@ -177,7 +202,10 @@ Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& pro
                                       "available: one_device, towers, mirrored, collective, parameter_server",
                                       job.source_path, row.name));
     }
-    return row.factory(job, program, *devices, cluster);
+    auto strategy = row.factory(job, program, *devices, cluster);
+    if (!strategy) return strategy;
+    if (Status s = connect_synchronised_statistics(job, **strategy, cluster); !s) return s.error();
+    return strategy;
   }
   return config_error(fmt::format("{}: strategy.type: unknown strategy \"{}\"", job.source_path, job.strategy.type));
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "strategies/all_reduce.hpp"
+#include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 
 namespace dtrain {
@@ -21,11 +22,29 @@ ReplicatedStrategy::ReplicatedStrategy(Program& program, std::vector<std::string
     if (!rs.ctx.device.same_memory(variable_ctx_.device)) variable_ctx_.device = kHost;
   }
   for (ReplicaState& rs : replicas_) replica_ptrs_.push_back(&rs);
+  sum_statistics_over(nullptr, nullptr);
+}
+
+void ReplicatedStrategy::sum_statistics_over(std::unique_ptr<GlooComm> comm, ClusterRuntime* cluster) {
+  stats_comm_ = std::move(comm);
+  ReplicaGroupSum::AcrossWorkers across;
+  if (stats_comm_) {
+    across = [this, cluster](std::vector<double>& values) {
+      if (Status s = stats_comm_->all_reduce_sum(values.data(), values.size()); !s && cluster != nullptr) {
+        cluster->fail_after_comm_error(s.error());
+      }
+    };
+  }
+  group_sum_ = std::make_unique<ReplicaGroupSum>(num_replicas(), std::move(across));
+  for (size_t r = 0; r < replicas_.size(); ++r) replicas_[r].cross_replica = group_sum_->replica(static_cast<int>(r));
 }
 
 std::vector<StepOutput> ReplicatedStrategy::on_shards(int64_t rows,
                                                       const std::function<StepOutput(int, int64_t, int64_t)>& fn) {
   const auto shards = split_batch(rows, num_replicas());
+  std::vector<bool> participating;
+  for (const auto& [begin, end] : shards) participating.push_back(end > begin);
+  group_sum_->begin_step(participating);
   std::vector<StepOutput> outs(shards.size());
   pool_.run([&](int r) {
     const auto [begin, end] = shards[static_cast<size_t>(r)];

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "strategies/cross_replica.hpp"
+#include "strategies/gloo_comm.hpp"
 #include "strategies/replica_pool.hpp"
 #include "strategies/strategy.hpp"
 
@@ -18,6 +20,10 @@ class ReplicatedStrategy : public Strategy {
   // REQUIRES: program outlives the strategy; devices non-empty.
   ReplicatedStrategy(Program& program, std::vector<std::string> devices);
   std::vector<std::string> devices() const override { return devices_; }
+  // Synchronised batch norm across worker processes: its sums go over
+  // `comm` (a communicator of its own: the gradient all-reduce runs on
+  // another thread); a failure ends the process through `cluster`.
+  void sum_statistics_over(std::unique_ptr<GlooComm> comm, ClusterRuntime* cluster);
   // Loss and metric sums over all shards, reduced in replica order.
   StepOutput eval_step(const Batch& batch) override;
   // Each replica predicts its shard; concatenated in input order.
@@ -44,6 +50,8 @@ class ReplicatedStrategy : public Strategy {
   Program& program_;
   std::vector<std::string> devices_;
   ReplicaPool pool_;
+  std::unique_ptr<GlooComm> stats_comm_;
+  std::unique_ptr<ReplicaGroupSum> group_sum_;  // synchronised batch norm's sums over the replicas
   std::vector<ReplicaState> replicas_;
   std::vector<ReplicaState*> replica_ptrs_;  // &replicas_[r]
   // Where one shared copy of the variables lives (towers, parameter_server's

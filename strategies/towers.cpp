@@ -38,7 +38,14 @@ StepOutput TowersStrategy::train_step(const Batch& batch, int64_t step, float lr
   std::vector<size_t> trainable;
   const auto& vars = program_.model->variables();
   for (size_t i = 0; i < vars.size(); ++i) {
-    if (vars[i].trainable) trainable.push_back(i);
+    if (vars[i].trainable) {
+      trainable.push_back(i);
+    } else if (!replicas_[0].ctx.device.same_memory(variable_ctx_.device)) {
+      // The first tower's non-trainable variables (batch norm's moving
+      // statistics, written in forward) are the ones kept; on a device of
+      // its own they are a private copy, so bring them back.
+      values_[i].copy_from(replicas_[0].values[i]);
+    }
   }
   const bool applied =
       apply_gradients(program_, variable_ctx_, values_, reduce_to_variables(trainable), slots_, step, lr);

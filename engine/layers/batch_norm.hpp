@@ -14,7 +14,9 @@ namespace dtrain {
 
 class BatchNorm : public Layer {
  public:
-  BatchNorm(float momentum, float epsilon) : momentum_(momentum), epsilon_(epsilon) {}
+  // sync: in training, statistics over the global batch (every replica and
+  // worker, through ForwardContext::cross_replica) instead of this replica's.
+  BatchNorm(float momentum, float epsilon, bool sync = false) : momentum_(momentum), epsilon_(epsilon), sync_(sync) {}
 
   std::string type() const override { return "batch_norm"; }
   std::vector<std::string_view> ops() const override { return {"batch_norm"}; }
@@ -32,6 +34,7 @@ class BatchNorm : public Layer {
 
  private:
   float momentum_, epsilon_;
+  bool sync_ = false;
   int64_t channels_ = 0;
 };
 

@@ -89,7 +89,7 @@ Result<LayerPtr> make_batch_norm(const LayerSpec& s) {
     return config_error(fmt::format("batch_norm: momentum must be in [0, 1]; got {}", s.momentum));
   }
   if (!(s.epsilon > 0.0f)) return config_error(fmt::format("batch_norm: epsilon must be > 0; got {}", s.epsilon));
-  return LayerPtr(std::make_unique<BatchNorm>(s.momentum, s.epsilon));
+  return LayerPtr(std::make_unique<BatchNorm>(s.momentum, s.epsilon, s.sync));
 }
 
 Result<LayerPtr> make_activation_layer(const LayerSpec& s) {

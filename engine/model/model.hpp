@@ -46,6 +46,9 @@ struct ReplicaState {
   std::vector<char> grad_written;        // per layer, during backward
   std::vector<const Tensor*> in_ptrs;    // scratch for a layer's inputs
   std::vector<Tensor*> dx_ptrs;          // scratch for a layer's input gradients
+  // Where a synchronised batch norm sums its statistics over the replicas
+  // (and workers) of a training step; null: this replica alone.
+  CrossReplicaSum* cross_replica = nullptr;
   // The replica's shard of the batch on its device (reused step after step
   // when the replica is not on the host).
   Tensor features, labels;

@@ -35,6 +35,15 @@ const char* const kResidualLayers =
     "    - {name: cat, type: concatenate, inputs: [f, skip]}\n"
     "    - {type: dropout, rate: 0.25}\n"
     "    - {type: dense, units: 10}\n";
+const char* const kSyncBnLayers =
+    "    - {type: conv2d, filters: 4, kernel: 3, padding: same, use_bias: false}\n"
+    "    - {name: bn, type: batch_norm, sync: true, momentum: 0.9}\n"
+    "    - {type: activation, activation: relu}\n"
+    "    - {name: skip, type: conv2d, filters: 4, kernel: 1, use_bias: false, inputs: input}\n"
+    "    - {name: bn2, type: batch_norm, sync: true}\n"
+    "    - {type: add, inputs: [activation, bn2], activation: relu}\n"
+    "    - {type: flatten}\n"
+    "    - {type: dense, units: 10}\n";
 const char* const kSgdMomentum = "optimizer: {type: sgd, learning_rate: 0.05, momentum: 0.9}\n";
 const char* const kAdam = "optimizer: {type: adam, learning_rate: 0.01}\n";
 const char* const kPlainSgd = "optimizer: {type: sgd, learning_rate: 0.05}\n";

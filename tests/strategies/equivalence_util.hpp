@@ -21,6 +21,8 @@ extern const char* const kCnnLayers;  // conv2d 8 3x3 same relu, max_pool2d 2, d
 // A graph: two convolutions joined by a residual add, pooled, flattened and
 // concatenated with the flattened input, dropout 0.25, dense 10.
 extern const char* const kResidualLayers;
+// A residual graph with two synchronised batch norms (sync: true).
+extern const char* const kSyncBnLayers;
 // optimizer sections.
 extern const char* const kSgdMomentum;  // sgd, lr 0.05, momentum 0.9
 extern const char* const kAdam;         // adam, lr 0.01
