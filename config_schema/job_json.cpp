@@ -25,6 +25,9 @@ Json optional_json(const std::optional<T>& v) {
 }
 
 Json initializer_json(const InitializerSpec& init) {
+  if (init.type == "random_uniform") {
+    return Json{{"type", init.type}, {"minval", shortest(init.minval)}, {"maxval", shortest(init.maxval)}};
+  }
   if (init.type == "constant" || init.value != 0.0f) return Json{{"type", init.type}, {"value", shortest(init.value)}};
   return init.type;
 }

@@ -71,6 +71,8 @@ class Section {
     Section s(n);
     s.read("type", out.type);
     s.read("value", out.value);
+    s.read("minval", out.minval);
+    s.read("maxval", out.maxval);
   }
 
  private:

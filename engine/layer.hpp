@@ -18,8 +18,9 @@
 namespace dtrain {
 
 struct InitializerSpec {
-  std::string type = "glorot_uniform";  // glorot_uniform | he_normal | zeros | constant | ones
+  std::string type = "glorot_uniform";  // glorot_uniform | he_normal | random_uniform | zeros | constant | ones
   float value = 0.0f;                   // for constant
+  float minval = -0.05f, maxval = 0.05f;  // for random_uniform: U(minval, maxval), Keras' defaults
 };
 
 // A variable a layer needs. Shapes follow TensorFlow/Keras conventions:

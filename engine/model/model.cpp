@@ -9,6 +9,7 @@
 
 #include "engine/layers/registry.hpp"
 #include "engine/ops/support.hpp"
+#include "engine/optim/initializers.hpp"
 
 namespace dtrain {
 
@@ -39,6 +40,7 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
     const std::string place_text = fmt::format("{}model.layers[{}] ({})", where, i, ls.type);
     Entry e{std::move(*layer), name, place_text, model->variables_.size(), 0, *out};
     for (ParamSpec& p : e.layer->params()) {
+      if (Status s = check_initializer(p.init); !s) return place(p.name + ": " + s.error().message);
       model->variables_.push_back({name + "/" + p.name, p.shape, p.init, p.trainable});
       ++e.num_vars;
     }

@@ -95,20 +95,20 @@ TEST_CASE("validate: layer types dispatch on type") {
         "job.yaml:3:11: model.layers: expected a non-empty list of mappings with a type key, got an empty list");
 }
 
-TEST_CASE("validate: initializers are a name or {type, value}") {
+TEST_CASE("validate: initializers are a name or {type, value, minval, maxval}") {
   const std::string head = "model:\n  input: {shape: [4]}\n  layers:\n    - {type: dense, units: 3, kernel_initializer: ";
   CHECK(load_error(head + "glorot_unifrom}\n") ==
-        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, zeros, ones, "
-        "constant or a mapping, got \"glorot_unifrom\" (did you mean \"glorot_uniform\"?)");
+        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, random_uniform, "
+        "zeros, ones, constant or a mapping, got \"glorot_unifrom\" (did you mean \"glorot_uniform\"?)");
   CHECK(load_error(head + "{type: constant, valu: 1}}\n") ==
-        "job.yaml:4:68: model.layers[0].kernel_initializer.valu: unknown key; expected one of type, value (did you "
-        "mean \"value\"?)");
+        "job.yaml:4:68: model.layers[0].kernel_initializer.valu: unknown key; expected one of type, value, minval, "
+        "maxval (did you mean \"value\"?)");
   CHECK(load_error(head + "{type: constnt}}\n") ==
         "job.yaml:4:58: model.layers[0].kernel_initializer.type: \"constnt\" is not one of glorot_uniform, he_normal, "
-        "zeros, ones, constant (did you mean \"constant\"?)");
+        "random_uniform, zeros, ones, constant (did you mean \"constant\"?)");
   CHECK(load_error(head + "3}\n") ==
-        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, zeros, ones, "
-        "constant or a mapping, got 3");
+        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, random_uniform, "
+        "zeros, ones, constant or a mapping, got 3");
 }
 
 TEST_CASE("validate: devices, cluster addresses and the data formats") {
