@@ -38,7 +38,10 @@ Json layer_json(const LayerSpec& l) {
               {"size", l.size}, {"activation", l.activation.empty() ? "linear" : l.activation},
               {"use_bias", l.use_bias}, {"kernel_initializer", initializer_json(l.kernel_initializer)},
               {"bias_initializer", initializer_json(l.bias_initializer)}, {"rate", shortest(l.rate)},
-              {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)}};
+              {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)},
+              {"center", l.center}, {"scale", l.scale}, {"input_dim", l.input_dim}, {"output_dim", l.output_dim},
+              {"embeddings_initializer", initializer_json(l.embeddings_initializer)},
+              {"sequence_length", l.sequence_length}};
 }
 
 // The pipeline stages beyond prefetch: shard, interleave, map, num_parallel_calls.

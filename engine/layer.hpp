@@ -67,6 +67,13 @@ class Layer {
   // params are mutable so batch_norm can update its moving statistics.
   virtual void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                        LayerCache& cache) const = 0;
+  // Checks the values of a batch that reaches this layer straight from the
+  // data (the model's input, possibly re-viewed by reshape/flatten): x is a
+  // host tensor (B, input...). Returns a kData error for a value the layer
+  // cannot take (an embedding's token id out of range), naming the example.
+  // The estimator calls it before each step, so a bad value is reported
+  // rather than computed with; forward itself never reads out of bounds.
+  virtual Status check_input(const Tensor& /*x*/) const { return Status::Ok(); }
   // dy: (B, output...). Writes (overwrites) grads[i] for every trainable
   // param i (grads[i] for non-trainable params is left alone) and, when dx is
   // non-null, the input gradient (B, input...).

@@ -71,6 +71,18 @@ Status Model::check_support(const ops::Context& ctx) const {
   return Status::Ok();
 }
 
+Status Model::check_input(const Tensor& features) const {
+  // Layers that run no op only re-view their input (reshape, flatten): the
+  // layer after them still reads the data's values.
+  for (const Entry& e : layers_) {
+    if (Status s = e.layer->check_input(features); !s) {
+      return data_error(fmt::format("layer {} ({}): {}", e.name, e.layer->type(), s.error().message));
+    }
+    if (!e.layer->ops().empty()) break;
+  }
+  return Status::Ok();
+}
+
 int64_t Model::num_parameters() const {
   int64_t n = 0;
   for (const VariableSpec& v : variables_) n += num_elements(v.shape);
@@ -78,12 +90,12 @@ int64_t Model::num_parameters() const {
 }
 
 std::string Model::summary() const {
-  std::string out = fmt::format("{:<24} {:<12} {:<18} {}\n", "layer", "type", "output", "params");
-  out += fmt::format("{:<24} {:<12} {:<18} {}\n", "input", "", shape_str(input_shape_), 0);
+  std::string out = fmt::format("{:<24} {:<19} {:<18} {}\n", "layer", "type", "output", "params");
+  out += fmt::format("{:<24} {:<19} {:<18} {}\n", "input", "", shape_str(input_shape_), 0);
   for (const Entry& e : layers_) {
     int64_t params = 0;
     for (size_t v = e.first_var; v < e.first_var + e.num_vars; ++v) params += num_elements(variables_[v].shape);
-    out += fmt::format("{:<24} {:<12} {:<18} {}\n", e.name, e.layer->type(), shape_str(e.out_shape), params);
+    out += fmt::format("{:<24} {:<19} {:<18} {}\n", e.name, e.layer->type(), shape_str(e.out_shape), params);
   }
   out += fmt::format("total parameters: {}\n", num_parameters());
   return out;
