@@ -25,6 +25,9 @@ Json optional_json(const std::optional<T>& v) {
 }
 
 Json initializer_json(const InitializerSpec& init) {
+  if (init.type == "random_uniform") {
+    return Json{{"type", init.type}, {"minval", shortest(init.minval)}, {"maxval", shortest(init.maxval)}};
+  }
   if (init.type == "constant" || init.value != 0.0f) return Json{{"type", init.type}, {"value", shortest(init.value)}};
   return init.type;
 }
@@ -35,7 +38,10 @@ Json layer_json(const LayerSpec& l) {
               {"size", l.size}, {"activation", l.activation.empty() ? "linear" : l.activation},
               {"use_bias", l.use_bias}, {"kernel_initializer", initializer_json(l.kernel_initializer)},
               {"bias_initializer", initializer_json(l.bias_initializer)}, {"rate", shortest(l.rate)},
-              {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)}};
+              {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)},
+              {"center", l.center}, {"scale", l.scale}, {"input_dim", l.input_dim}, {"output_dim", l.output_dim},
+              {"embeddings_initializer", initializer_json(l.embeddings_initializer)},
+              {"sequence_length", l.sequence_length}};
   // Graph fields only where used, so a sequential model's resolved form (and
   // its model_hash, kept in checkpoints) is what it was before graphs.
   if (!l.inputs.empty()) j["inputs"] = l.inputs;

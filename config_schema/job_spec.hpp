@@ -14,8 +14,9 @@
 namespace dtrain {
 
 struct LayerSpec {
-  std::string type;            // dense | conv2d | max_pool2d | avg_pool2d | flatten | reshape |
-                               // dropout | batch_norm | activation
+  std::string type;            // dense | conv2d | max_pool2d | avg_pool2d | global_avg_pool2d |
+                               // global_max_pool2d | global_avg_pool1d | flatten | reshape | dropout |
+                               // batch_norm | layer_norm | activation | embedding | position_embedding
   std::string name;            // optional; default "<type>", "<type>_1", ... (Keras naming)
   std::string where;           // "job.yaml:12:7" of this layer's node, for error messages
   // Names of the layers (or model inputs) this one reads; empty: the layer
@@ -43,7 +44,13 @@ struct LayerSpec {
   float rate = 0.0f;           // dropout
   std::vector<int64_t> target_shape;  // reshape (without batch)
   float momentum = 0.99f;      // batch_norm moving-average momentum
-  float epsilon = 1e-3f;       // batch_norm
+  float epsilon = 1e-3f;       // batch_norm, layer_norm
+  bool center = true;          // layer_norm: add beta
+  bool scale = true;           // layer_norm: multiply by gamma
+  int64_t input_dim = 0;       // embedding: vocabulary size (ids 0 .. input_dim - 1)
+  int64_t output_dim = 0;      // embedding: size of each vector
+  InitializerSpec embeddings_initializer{"random_uniform", 0.0f};  // embedding: U(-0.05, 0.05)
+  int64_t sequence_length = 0; // position_embedding: the longest sequence it embeds
   bool sync = false;           // batch_norm: statistics over the global batch (every replica and worker)
 };
 

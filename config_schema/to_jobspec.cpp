@@ -59,7 +59,7 @@ class Section {
     if (n->is_sequence()) read(key, out);
     else out = {as_int(*n), as_int(*n)};
   }
-  // A name, or {type, value}.
+  // A name, or {type, value, minval, maxval}.
   void read_initializer(const char* key, InitializerSpec& out) const {
     const Node* n = get(key);
     if (n == nullptr) return;
@@ -71,6 +71,8 @@ class Section {
     Section s(n);
     s.read("type", out.type);
     s.read("value", out.value);
+    s.read("minval", out.minval);
+    s.read("maxval", out.maxval);
   }
 
  private:
@@ -110,6 +112,12 @@ LayerSpec read_layer(const Node& node) {
       }
     }
   }
+  s.read("center", l.center);
+  s.read("scale", l.scale);
+  s.read("input_dim", l.input_dim);
+  s.read("output_dim", l.output_dim);
+  s.read_initializer("embeddings_initializer", l.embeddings_initializer);
+  s.read("sequence_length", l.sequence_length);
   if (l.type == "conv2d") {
     l.strides = l.dilation = {1, 1};
     s.read_size2("strides", l.strides);

@@ -18,8 +18,9 @@
 namespace dtrain {
 
 struct InitializerSpec {
-  std::string type = "glorot_uniform";  // glorot_uniform | he_normal | zeros | constant | ones
+  std::string type = "glorot_uniform";  // glorot_uniform | he_normal | random_uniform | zeros | constant | ones
   float value = 0.0f;                   // for constant
+  float minval = -0.05f, maxval = 0.05f;  // for random_uniform: U(minval, maxval), Keras' defaults
 };
 
 // A variable a layer needs. Shapes follow TensorFlow/Keras conventions:
@@ -79,6 +80,13 @@ class Layer {
   // params are mutable so batch_norm can update its moving statistics.
   virtual void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                        LayerCache& cache) const = 0;
+  // Checks the values of a batch that reaches this layer straight from the
+  // data (the model's input, possibly re-viewed by reshape/flatten): x is a
+  // host tensor (B, input...). Returns a kData error for a value the layer
+  // cannot take (an embedding's token id out of range), naming the example.
+  // The estimator calls it before each step, so a bad value is reported
+  // rather than computed with; forward itself never reads out of bounds.
+  virtual Status check_input(const Tensor& /*x*/) const { return Status::Ok(); }
   // dy: (B, output...). Writes (overwrites) grads[i] for every trainable
   // param i (grads[i] for non-trainable params is left alone) and, when dx is
   // non-null, the input gradient (B, input...).

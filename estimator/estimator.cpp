@@ -48,9 +48,9 @@ Result<int64_t> Estimator::global_batch(const DataSourceSpec& d, const char* rol
   return global;
 }
 
-Status Estimator::check_batch_labels(const Batch& b, const DataSourceSpec& spec, const char* role) const {
-  if (job_.model.loss != "sparse_softmax_cross_entropy") return Status::Ok();
-  Status s = check_labels(b.labels, program_.model->output_shape());
+Status Estimator::check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const {
+  Status s = program_.model->check_input(b.features);
+  if (s && job_.model.loss == "sparse_softmax_cross_entropy") s = check_labels(b.labels, program_.model->output_shape());
   if (s) return s;
   return data_error(fmt::format("{}: {}: {} (examples {}..{} of the source)", spec.where, role, s.error().message,
                                 b.ids.empty() ? 0 : b.ids.front(), b.ids.empty() ? 0 : b.ids.back()));

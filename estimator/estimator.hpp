@@ -67,8 +67,10 @@ class Estimator {
   Status save(int64_t input_position);
   Result<EvalResult> run_evaluation(const std::string& checkpoint_name);
   Status write_eval_outputs(const EvalResult& r);
-  // A data error when a sparse loss meets a label outside [0, classes).
-  Status check_batch_labels(const Batch& b, const DataSourceSpec& spec, const char* role) const;
+  // A data error when a layer cannot take a value of the features (an
+  // embedding's id out of range) or a sparse loss meets a label outside
+  // [0, classes).
+  Status check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const;
   Result<int64_t> global_batch(const DataSourceSpec& d, const char* role) const;
 
   JobSpec job_;

@@ -42,7 +42,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
     auto next = (*input)->next();
     if (!next) return next.error();
     if (!next->has_value()) break;
-    if (Status s = check_batch_labels(**next, spec, "data.eval"); !s) return s.error();
+    if (Status s = check_batch(**next, spec, "data.eval"); !s) return s.error();
     accumulate(total, strategy_->eval_step(**next));
   }
   if (total.examples == 0) {

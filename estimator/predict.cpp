@@ -74,6 +74,9 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
     const int64_t e = std::min(x->dim(0), b + bs);
     Batch batch;
     batch.features = features.rows(b, e);
+    if (Status s = program_.model->check_input(batch.features); !s) {
+      return data_error(fmt::format("{}: {} (examples {}..{} of the file)", input_path, s.error().message, b, e - 1));
+    }
     Tensor p = strategy_->predict_step(batch);
     std::copy(p.data(), p.data() + p.numel(), out.data() + b * row);
   }

@@ -164,7 +164,7 @@ Status Estimator::train(bool evaluate_during) {
       break;
     }
     const Batch& b = **next;
-    if (Status s = check_batch_labels(b, train_spec, "data.train"); !s) return s;
+    if (Status s = check_batch(b, train_spec, "data.train"); !s) return s;
     const float lr = static_cast<float>(learning_rate_at(job_.optimizer, global_step_));
     StepOutput out = strategy_->train_step(b, global_step_, lr);
     const auto [comm, exposed] = strategy_->last_comm_seconds();

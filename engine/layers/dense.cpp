@@ -18,12 +18,14 @@ Dense::Dense(int64_t units, bool use_bias, InitializerSpec kernel_init, Initiali
     : units_(units), use_bias_(use_bias), kernel_init_(std::move(kernel_init)), bias_init_(std::move(bias_init)) {}
 
 Result<Shape> Dense::build(const Shape& input) {
-  if (input.size() != 1) {
+  if (input.empty() || input.back() <= 0) {
     return config_error(fmt::format(
-        "dense expects a flat input (features); got shape {}; add {{type: flatten}} before it", shape_str(input)));
+        "dense expects an input with a feature (last) dimension; got shape {}", shape_str(input)));
   }
-  in_ = input[0];
-  return Shape{units_};
+  in_ = input.back();
+  Shape out = input;
+  out.back() = units_;
+  return out;
 }
 
 std::vector<ParamSpec> Dense::params() const {
@@ -35,38 +37,42 @@ std::vector<ParamSpec> Dense::params() const {
 // Under a bfloat16 policy the cache keeps x and the kernel rounded to
 // bfloat16 (saved[0], saved[1]) for backward, and a buffer for dy rounded
 // once for both of its products (saved[2]); under float32 it stays empty.
+// x, y and dy are (rows, in|units) matrices to the matmuls: every leading
+// dimension (batch and any others) folds into rows. A flat input has rows = B.
 void Dense::forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                     LayerCache& cache) const {
-  assert(x.rank() == 2 && x.dim(1) == in_);
-  const int64_t batch = x.dim(0);
-  prepare_output(y, {batch, units_}, {&x, &params[0]});
+  assert(x.rank() >= 2 && x.dim(-1) == in_);
+  const int64_t rows = x.numel() / in_;
+  Shape y_shape = x.shape();
+  y_shape.back() = units_;
+  prepare_output(y, y_shape, {&x, &params[0]});
   if (ctx.ops->compute == DType::f32) {
-    ops::matmul(*ctx.ops, {batch, units_, in_}, x, params[0], use_bias_ ? &params[1] : nullptr, y);
+    ops::matmul(*ctx.ops, {rows, units_, in_}, x, params[0], use_bias_ ? &params[1] : nullptr, y);
     return;
   }
   cache.saved.resize(3);
   const Tensor& xc = ops::to_compute(*ctx.ops, x, cache.saved[0]);
   const Tensor& wc = ops::to_compute(*ctx.ops, params[0], cache.saved[1]);
-  if (cache.saved[2].shape() != Shape{batch, units_} || cache.saved[2].device() != x.device()) {
-    cache.saved[2] = Tensor::empty({batch, units_}, DType::bf16, x.device());
+  if (cache.saved[2].shape() != y_shape || cache.saved[2].device() != x.device()) {
+    cache.saved[2] = Tensor::empty(y_shape, DType::bf16, x.device());
   }
-  ops::matmul(*ctx.ops, {batch, units_, in_}, xc, wc, use_bias_ ? &params[1] : nullptr, y);
+  ops::matmul(*ctx.ops, {rows, units_, in_}, xc, wc, use_bias_ ? &params[1] : nullptr, y);
 }
 
 void Dense::backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
                      const Tensor& x_in, const Tensor&, const Tensor& dy_in, Tensor* dx,
                      const LayerCache& cache) const {
-  const int64_t batch = x_in.dim(0);
-  assert(dy_in.rank() == 2 && dy_in.dim(0) == batch && dy_in.dim(1) == units_);
+  const int64_t rows = x_in.numel() / in_;
+  assert(dy_in.dim(-1) == units_ && dy_in.numel() == rows * units_);
   const bool lowp = ctx.ops->compute != DType::f32;
   // The buffers are the cache's storage (handle copies).
   Tensor dy_buf = lowp ? cache.saved[2] : Tensor();
   const Tensor& x = lowp ? cache.saved[0] : x_in;
   const Tensor& w = lowp ? cache.saved[1] : params[0];
   const Tensor& dy = ops::to_compute(*ctx.ops, dy_in, dy_buf);
-  // dW (in, units) = x^T (in, B) . dy (B, units)
+  // dW (in, units) = x^T (in, rows) . dy (rows, units)
   prepare_output(grads[0], {in_, units_}, {&x_in, &dy_in});
-  kernels::MatmulShape dw{in_, units_, batch};
+  kernels::MatmulShape dw{in_, units_, rows};
   dw.trans_a = true;
   ops::matmul(*ctx.ops, dw, x, dy, nullptr, grads[0]);
   if (use_bias_) {
@@ -74,9 +80,9 @@ void Dense::backward(const ForwardContext& ctx, std::span<const Tensor> params, 
     ops::sum_rows(*ctx.ops, dy_in, grads[1]);
   }
   if (dx != nullptr) {
-    // dx (B, in) = dy (B, units) . W^T (units, in)
-    prepare_output(*dx, {batch, in_}, {&dy_in, &params[0]});
-    kernels::MatmulShape s{batch, in_, units_};
+    // dx (rows, in) = dy (rows, units) . W^T (units, in)
+    prepare_output(*dx, x_in.shape(), {&dy_in, &params[0]});
+    kernels::MatmulShape s{rows, in_, units_};
     s.trans_b = true;
     ops::matmul(*ctx.ops, s, dy, w, nullptr, *dx);
   }

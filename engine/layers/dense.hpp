@@ -1,5 +1,6 @@
-// Fully connected layer: y = x W + b, through oneDNN matmul.
-//   x: (B, in)   kernel W: (in, units)   bias b: (units)   y: (B, units)
+// Fully connected layer: y = x W + b over the last axis (Keras Dense), through
+// oneDNN matmul. A rank > 2 input is one (rows, in) matrix, rows = B*...:
+//   x: (B, ..., in)   kernel W: (in, units)   bias b: (units)   y: (B, ..., units)
 #pragma once
 
 #include "engine/layer.hpp"
@@ -12,14 +13,15 @@ class Dense : public Layer {
 
   std::string type() const override { return "dense"; }
   std::vector<std::string_view> ops() const override { return {"matmul", "sum_rows"}; }
-  // REQUIRES: input is rank 1 (features); anything else is a config error
-  // asking for a flatten layer.
+  // REQUIRES: input of rank >= 1; its last dimension is `in`. The output is
+  // the input shape with the last dimension replaced by units.
   Result<Shape> build(const Shape& input) override;
   // kernel (in, units) [trainable]; bias (units) [trainable] when use_bias.
   std::vector<ParamSpec> params() const override;
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                LayerCache& cache) const override;
-  // grads: dkernel = x^T dy, dbias = sum over rows of dy; dx = dy W^T.
+  // grads: dkernel = x^T dy, dbias = sum over rows of dy; dx = dy W^T
+  // (x and dy seen as (rows, in) and (rows, units)).
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
 

@@ -9,10 +9,14 @@
 #include "engine/layers/conv2d.hpp"
 #include "engine/layers/dense.hpp"
 #include "engine/layers/dropout.hpp"
+#include "engine/layers/embedding.hpp"
 #include "engine/layers/flatten.hpp"
+#include "engine/layers/global_pool.hpp"
+#include "engine/layers/layer_norm.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/layers/merge.hpp"
 #include "engine/layers/pool2d.hpp"
+#include "engine/layers/position_embedding.hpp"
 #include "engine/layers/reshape.hpp"
 #include "engine/layers/zero_padding2d.hpp"
 
@@ -70,6 +74,16 @@ Result<LayerPtr> make_pool(const LayerSpec& s, kernels::PoolKind kind) {
 Result<LayerPtr> make_max_pool2d(const LayerSpec& s) { return make_pool(s, kernels::PoolKind::kMax); }
 Result<LayerPtr> make_avg_pool2d(const LayerSpec& s) { return make_pool(s, kernels::PoolKind::kAvg); }
 
+Result<LayerPtr> make_global_avg_pool2d(const LayerSpec&) {
+  return LayerPtr(std::make_unique<GlobalPool>(GlobalPoolKind::kAvg2d));
+}
+Result<LayerPtr> make_global_max_pool2d(const LayerSpec&) {
+  return LayerPtr(std::make_unique<GlobalPool>(GlobalPoolKind::kMax2d));
+}
+Result<LayerPtr> make_global_avg_pool1d(const LayerSpec&) {
+  return LayerPtr(std::make_unique<GlobalPool>(GlobalPoolKind::kAvg1d));
+}
+
 Result<LayerPtr> make_flatten(const LayerSpec&) { return LayerPtr(std::make_unique<Flatten>()); }
 
 Result<LayerPtr> make_reshape(const LayerSpec& s) {
@@ -90,6 +104,26 @@ Result<LayerPtr> make_batch_norm(const LayerSpec& s) {
   }
   if (!(s.epsilon > 0.0f)) return config_error(fmt::format("batch_norm: epsilon must be > 0; got {}", s.epsilon));
   return LayerPtr(std::make_unique<BatchNorm>(s.momentum, s.epsilon, s.sync));
+}
+
+Result<LayerPtr> make_layer_norm(const LayerSpec& s) {
+  if (!(s.epsilon > 0.0f)) return config_error(fmt::format("layer_norm: epsilon must be > 0; got {}", s.epsilon));
+  return LayerPtr(std::make_unique<LayerNorm>(s.epsilon, s.center, s.scale));
+}
+
+Result<LayerPtr> make_embedding(const LayerSpec& s) {
+  if (s.input_dim < 1) {
+    return config_error(fmt::format("embedding: input_dim (the number of token ids) must be >= 1; got {}", s.input_dim));
+  }
+  if (s.output_dim < 1) return config_error(fmt::format("embedding: output_dim must be >= 1; got {}", s.output_dim));
+  return LayerPtr(std::make_unique<Embedding>(s.input_dim, s.output_dim, s.embeddings_initializer));
+}
+
+Result<LayerPtr> make_position_embedding(const LayerSpec& s) {
+  if (s.sequence_length < 1) {
+    return config_error(fmt::format("position_embedding: sequence_length must be >= 1; got {}", s.sequence_length));
+  }
+  return LayerPtr(std::make_unique<PositionEmbedding>(s.sequence_length));
 }
 
 Result<LayerPtr> make_activation_layer(const LayerSpec& s) {
@@ -127,12 +161,18 @@ constexpr Entry kLayers[] = {
     {"conv2d", make_conv2d},
     {"max_pool2d", make_max_pool2d},
     {"avg_pool2d", make_avg_pool2d},
+    {"global_avg_pool2d", make_global_avg_pool2d},
+    {"global_max_pool2d", make_global_max_pool2d},
+    {"global_avg_pool1d", make_global_avg_pool1d},
     {"flatten", make_flatten},
     {"reshape", make_reshape},
+    {"zero_padding2d", make_zero_padding2d},
     {"dropout", make_dropout},
     {"batch_norm", make_batch_norm},
+    {"layer_norm", make_layer_norm},
     {"activation", make_activation_layer},
-    {"zero_padding2d", make_zero_padding2d},
+    {"embedding", make_embedding},
+    {"position_embedding", make_position_embedding},
     {"add", make_merge<MergeKind::kAdd>},
     {"subtract", make_merge<MergeKind::kSubtract>},
     {"multiply", make_merge<MergeKind::kMultiply>},

@@ -12,6 +12,7 @@
 #include "engine/layers/registry.hpp"
 #include "engine/ops/core.hpp"
 #include "engine/ops/support.hpp"
+#include "engine/optim/initializers.hpp"
 
 namespace dtrain {
 
@@ -163,6 +164,7 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
     Entry e{std::move(*layer), name, place, model->variables_.size(), 0, out, inputs};
     if (known_shapes) {
       for (ParamSpec& p : e.layer->params()) {
+        if (Status s = check_initializer(p.init); !s) report(p.name + ": " + s.error().message);
         model->variables_.push_back({name + "/" + p.name, p.shape, p.init, p.trainable});
         ++e.num_vars;
       }
@@ -239,6 +241,23 @@ Status Model::check_support(const ops::Context& ctx) const {
   return Status::Ok();
 }
 
+Status Model::check_input(const Tensor& features) const {
+  // The layers that read the model's input as it is in the data: directly,
+  // or through layers that run no op and only re-view it (reshape, flatten).
+  std::vector<char> raw(layers_.size(), 0);
+  for (size_t k = 0; k < layers_.size(); ++k) {
+    const Entry& e = layers_[k];
+    bool reads = false;
+    for (int in : e.inputs) reads = reads || in == kModelInput || (raw[static_cast<size_t>(in)] != 0);
+    if (!reads) continue;
+    if (Status s = e.layer->check_input(features); !s) {
+      return data_error(fmt::format("layer {} ({}): {}", e.name, e.layer->type(), s.error().message));
+    }
+    raw[k] = e.layer->ops().empty() ? 1 : 0;
+  }
+  return Status::Ok();
+}
+
 int64_t Model::num_parameters() const {
   int64_t n = 0;
   for (const VariableSpec& v : variables_) n += num_elements(v.shape);
@@ -246,12 +265,12 @@ int64_t Model::num_parameters() const {
 }
 
 std::string Model::summary() const {
-  std::string out = fmt::format("{:<24} {:<12} {:<18} {}\n", "layer", "type", "output", "params");
-  out += fmt::format("{:<24} {:<12} {:<18} {}\n", input_name_, "", shape_str(input_shape_), 0);
+  std::string out = fmt::format("{:<24} {:<19} {:<18} {}\n", "layer", "type", "output", "params");
+  out += fmt::format("{:<24} {:<19} {:<18} {}\n", input_name_, "", shape_str(input_shape_), 0);
   for (const Entry& e : layers_) {
     int64_t params = 0;
     for (size_t v = e.first_var; v < e.first_var + e.num_vars; ++v) params += num_elements(variables_[v].shape);
-    out += fmt::format("{:<24} {:<12} {:<18} {}\n", e.name, e.layer->type(), shape_str(e.out_shape), params);
+    out += fmt::format("{:<24} {:<19} {:<18} {}\n", e.name, e.layer->type(), shape_str(e.out_shape), params);
   }
   out += fmt::format("total parameters: {}\n", num_parameters());
   return out;

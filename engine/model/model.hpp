@@ -76,6 +76,13 @@ class Model {
   // compute type that ctx's backend cannot run (engine/ops/support.hpp).
   Status check_support(const ops::Context& ctx) const;
 
+  // Checks a batch's values against the layers that read them as they are in
+  // the data (the first layer, and the next while those before it only
+  // re-view the input): a kData error such as "layer embedding (embedding):
+  // id 12 at example 3, position 5 is out of range for input_dim 10".
+  // features: host tensor (B, input_shape...).
+  Status check_input(const Tensor& features) const;
+
   // A ReplicaState on ctx.device with gradient and activation slots sized
   // for this model; values are left empty for the strategy to fill.
   ReplicaState make_replica_state(const ops::Context& ctx = ops::host_context()) const;

@@ -1,6 +1,8 @@
-// Seeded initializers: glorot_uniform, he_normal (truncated), zeros, ones,
-// constant. Element i of a variable depends only on (seed, name, i).
+// Seeded initializers: glorot_uniform, he_normal (truncated), random_uniform,
+// zeros, ones, constant. Element i of a variable depends only on (seed, name, i).
 #include "engine/optim/initializers.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -52,6 +54,12 @@ Status initialize(Tensor& t, const InitializerSpec& spec, uint64_t seed, std::st
     for (int64_t i = 0; i < n; ++i) x[i] = limit * (2.0f * rng.uniform(static_cast<uint64_t>(i)) - 1.0f);
     return Status::Ok();
   }
+  if (spec.type == "random_uniform") {
+    const CounterRng rng(key, kInitStreamTag);
+    const float lo = spec.minval, width = spec.maxval - spec.minval;
+    for (int64_t i = 0; i < n; ++i) x[i] = lo + width * rng.uniform(static_cast<uint64_t>(i));
+    return Status::Ok();
+  }
   if (spec.type == "he_normal") {
     // 0.8796... is the stddev of a standard normal truncated to [-2, 2] (Keras).
     const float stddev = static_cast<float>(std::sqrt(2.0 / fans.in) / 0.87962566103423978);
@@ -66,7 +74,16 @@ Status initialize(Tensor& t, const InitializerSpec& spec, uint64_t seed, std::st
     return Status::Ok();
   }
   return unknown_choice_error(std::string(variable_name) + ": initializer", spec.type,
-                              {"glorot_uniform", "he_normal", "zeros", "ones", "constant"});
+                              {"glorot_uniform", "he_normal", "random_uniform", "zeros", "ones", "constant"});
+}
+
+Status check_initializer(const InitializerSpec& spec) {
+  if (spec.type == "random_uniform" &&
+      !(std::isfinite(spec.minval) && std::isfinite(spec.maxval) && spec.minval <= spec.maxval)) {
+    return config_error(fmt::format("random_uniform needs finite minval <= maxval; got minval {} and maxval {}",
+                                    spec.minval, spec.maxval));
+  }
+  return Status::Ok();
 }
 
 }  // namespace dtrain

@@ -16,7 +16,12 @@ namespace dtrain {
 // rank 4 (kh, kw, in, out): fan_in = kh*kw*in, fan_out = kh*kw*out.
 // glorot_uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)); he_normal: truncated
 // normal (|z| <= 2, redrawn) with stddev sqrt(2 / fan_in) / 0.87962566103423978;
-// zeros; ones; constant (spec.value).
+// random_uniform: U(spec.minval, spec.maxval) (Keras RandomUniform, whose
+// defaults -0.05, 0.05 are Embedding's "uniform"); zeros; ones; constant (spec.value).
 Status initialize(Tensor& t, const InitializerSpec& spec, uint64_t seed, std::string_view variable_name);
+
+// A config error for an initializer whose arguments cannot work, before any
+// variable is made: random_uniform with minval > maxval (or a non-finite bound).
+Status check_initializer(const InitializerSpec& spec);
 
 }  // namespace dtrain

@@ -76,11 +76,13 @@ TEST_CASE("validate: layer types dispatch on type") {
   const std::string head = "model:\n  input: {shape: [4]}\n  layers:\n";
   CHECK(load_error(head + "    - {type: dence, units: 3}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type \"dence\"; expected one of dense, conv2d, max_pool2d, "
-        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation, zero_padding2d, add, subtract, multiply, average, maximum, "
+        "avg_pool2d, global_avg_pool2d, global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, "
+        "batch_norm, layer_norm, activation, embedding, position_embedding, add, subtract, multiply, average, maximum, "
         "concatenate (did you mean \"dense\"?)");
   CHECK(load_error(head + "    - {type: 7}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type 7; expected one of dense, conv2d, max_pool2d, "
-        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation, zero_padding2d, add, subtract, multiply, average, maximum, "
+        "avg_pool2d, global_avg_pool2d, global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, "
+        "batch_norm, layer_norm, activation, embedding, position_embedding, add, subtract, multiply, average, maximum, "
         "concatenate");
   CHECK(load_error(head + "    - {type: flatten, units: 3}\n") ==
         "job.yaml:4:23: model.layers[0].units: unknown key; expected one of type, name, inputs");
@@ -97,20 +99,20 @@ TEST_CASE("validate: layer types dispatch on type") {
         "job.yaml:3:11: model.layers: expected a non-empty list of mappings with a type key, got an empty list");
 }
 
-TEST_CASE("validate: initializers are a name or {type, value}") {
+TEST_CASE("validate: initializers are a name or {type, value, minval, maxval}") {
   const std::string head = "model:\n  input: {shape: [4]}\n  layers:\n    - {type: dense, units: 3, kernel_initializer: ";
   CHECK(load_error(head + "glorot_unifrom}\n") ==
-        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, zeros, ones, "
-        "constant or a mapping, got \"glorot_unifrom\" (did you mean \"glorot_uniform\"?)");
+        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, random_uniform, "
+        "zeros, ones, constant or a mapping, got \"glorot_unifrom\" (did you mean \"glorot_uniform\"?)");
   CHECK(load_error(head + "{type: constant, valu: 1}}\n") ==
-        "job.yaml:4:68: model.layers[0].kernel_initializer.valu: unknown key; expected one of type, value (did you "
-        "mean \"value\"?)");
+        "job.yaml:4:68: model.layers[0].kernel_initializer.valu: unknown key; expected one of type, value, minval, "
+        "maxval (did you mean \"value\"?)");
   CHECK(load_error(head + "{type: constnt}}\n") ==
         "job.yaml:4:58: model.layers[0].kernel_initializer.type: \"constnt\" is not one of glorot_uniform, he_normal, "
-        "zeros, ones, constant (did you mean \"constant\"?)");
+        "random_uniform, zeros, ones, constant (did you mean \"constant\"?)");
   CHECK(load_error(head + "3}\n") ==
-        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, zeros, ones, "
-        "constant or a mapping, got 3");
+        "job.yaml:4:51: model.layers[0].kernel_initializer: expected one of glorot_uniform, he_normal, random_uniform, "
+        "zeros, ones, constant or a mapping, got 3");
 }
 
 TEST_CASE("validate: devices, cluster addresses and the data formats") {

@@ -1,7 +1,8 @@
 // Every op on every backend present (cpu, debug; bf16 compute where the
 // backend has it) against the float32 host reference: a model holding every
 // layer type (forward and backward), every loss and every optimizer, with a
-// tolerance per compute type. The debug backend runs the CPU kernels, so in
+// tolerance per compute type (and a second model of the sequence layers on
+// token ids). The debug backend runs the CPU kernels, so in
 // float32 it must agree bit for bit; its point is that any host access of
 // its memory inside a layer, loss or optimizer faults here.
 #include <doctest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "config_schema/job_loader.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/losses/loss.hpp"
 #include "engine/model/model.hpp"
 #include "engine/ops/core.hpp"
@@ -68,7 +70,8 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float 
   return t;
 }
 
-// Every layer type the registry has, in one model on 10x10x3 images.
+// Every layer type the registry has but the sequence layers (below), in one
+// model on 10x10x3 images.
 const char* const kAllLayers = R"(model:
   input: {shape: [10, 10, 3]}
   layers:
@@ -88,10 +91,51 @@ const char* const kAllLayers = R"(model:
   loss: mean_squared_error
 )";
 
-std::unique_ptr<Model> build_model() {
+// The sequence layers on token ids: embedding, position_embedding, dense on
+// rank-3 activations, layer_norm and the three global pools.
+const char* const kSequenceLayers = R"(model:
+  input: {shape: [8]}
+  layers:
+    - {type: embedding, input_dim: 11, output_dim: 6}
+    - {type: position_embedding, sequence_length: 10}
+    - {type: dense, units: 5, activation: gelu}
+    - {type: layer_norm}
+    - {type: reshape, target_shape: [2, 4, 5]}
+    - {type: global_max_pool2d}
+    - {type: dense, units: 24}
+    - {type: reshape, target_shape: [3, 2, 4]}
+    - {type: global_avg_pool2d}
+    - {type: dense, units: 12, activation: tanh}
+    - {type: reshape, target_shape: [4, 3]}
+    - {type: layer_norm, center: false}
+    - {type: global_avg_pool1d}
+    - {type: dense, units: 4}
+  loss: mean_squared_error
+)";
+
+// A graph of every merge layer (a value read by several layers, padding on
+// one branch).
+const char* const kGraphLayers = R"(model:
+  input: {shape: [6, 6, 2]}
+  layers:
+    - {name: c1, type: conv2d, filters: 3, kernel: 3, padding: same}
+    - {type: zero_padding2d, padding: 1}
+    - {name: c2, type: conv2d, filters: 3, kernel: 3}
+    - {name: s, type: add, inputs: [c1, c2], activation: tanh}
+    - {name: d, type: subtract, inputs: [c1, c2]}
+    - {name: m, type: multiply, inputs: [s, d]}
+    - {name: av, type: average, inputs: [m, s, d]}
+    - {name: mx, type: maximum, inputs: [av, s]}
+    - {type: concatenate, inputs: [mx, d]}
+    - {type: flatten}
+    - {type: dense, units: 4}
+  loss: mean_squared_error
+)";
+
+std::unique_ptr<Model> build_model(const char* text = kAllLayers) {
   LoadOptions options;
   options.check_files = false;
-  auto job = load_job_from_string(kAllLayers, "ops.yaml", "/nonexistent", options);
+  auto job = load_job_from_string(text, "ops.yaml", "/nonexistent", options);
   REQUIRE_MESSAGE(job.ok(), (job.ok() ? std::string() : job.error().message));
   auto model = Model::build(job->model);
   REQUIRE(model.ok());
@@ -103,7 +147,14 @@ struct Pass {
   std::vector<Tensor> values, grads;  // on the host
 };
 
-Pass run_model(const Model& model, const Backend& b, bool training) {
+// Token ids 0..10 as float32 (today's model inputs), deterministic.
+Tensor token_ids(int64_t batch, int64_t steps) {
+  Tensor t(Shape{batch, steps});
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>((i * 7 + 3) % 11);
+  return t;
+}
+
+Pass run_model(const Model& model, const Backend& b, bool training, const Tensor& input) {
   ops::Context ctx{b.device, b.compute};
   ReplicaState rs = model.make_replica_state(ctx);
   uint64_t seed = 100;
@@ -115,7 +166,7 @@ Pass run_model(const Model& model, const Backend& b, bool training) {
     }
     rs.values[i] = v.to(b.device);
   }
-  const Tensor x = random_tensor({6, 10, 10, 3}, 1).to(b.device);
+  const Tensor x = input.to(b.device);
   ForwardContext fc{training, 42, 3, 0, &ctx};
   Pass p;
   p.out = model.forward(fc, rs, x).to_host().clone();
@@ -126,26 +177,47 @@ Pass run_model(const Model& model, const Backend& b, bool training) {
   return p;
 }
 
-TEST_CASE("ops on every backend: every layer's forward and backward against the f32 host reference") {
-  const auto model = build_model();
+// Runs `model` on every backend, training and not, against the f32 host run.
+void check_every_backend(const Model& model, const Tensor& input) {
   for (const bool training : {true, false}) {
-    const Pass ref = run_model(*model, backends()[0], training);
+    const Pass ref = run_model(model, backends()[0], training, input);
     for (const Backend& b : backends()) {
       INFO(fmt::format("{} compute {} training {}", b.device.str(), dtype_name(b.compute), training));
-      const Pass got = run_model(*model, b, training);
+      const Pass got = run_model(model, b, training, input);
       CHECK(rel_diff(got.out, ref.out) <= b.tol);
       if (b.compute != DType::f32) {
         // Not float32 in disguise: bfloat16 rounding shows.
         CHECK(rel_diff(got.out, ref.out) > 1e-5);
-        const Pass same_type_on_host = run_model(*model, Backend{kHost, b.compute, 0.0, 0.0}, training);
+        const Pass same_type_on_host = run_model(model, Backend{kHost, b.compute, 0.0, 0.0}, training, input);
         CHECK(rel_diff(got.out, same_type_on_host.out) == 0.0);
       }
       for (size_t i = 0; i < ref.values.size(); ++i) {
-        INFO(model->variables()[i].name);
+        INFO(model.variables()[i].name);
         CHECK(rel_diff(got.values[i], ref.values[i]) <= b.tol);  // batch_norm's moving statistics
         if (!ref.grads[i].empty()) CHECK(rel_diff(got.grads[i], ref.grads[i]) <= b.grad_tol);
       }
     }
+  }
+}
+
+TEST_CASE("ops on every backend: every layer's forward and backward against the f32 host reference") {
+  check_every_backend(*build_model(kAllLayers), random_tensor({6, 10, 10, 3}, 1));
+}
+
+TEST_CASE("ops on every backend: the sequence layers on token ids against the f32 host reference") {
+  check_every_backend(*build_model(kSequenceLayers), token_ids(6, 8));
+}
+
+TEST_CASE("ops on every backend: the merge layers in a graph against the f32 host reference") {
+  check_every_backend(*build_model(kGraphLayers), random_tensor({5, 6, 6, 2}, 3));
+}
+
+TEST_CASE("ops on every backend: the models hold every registered layer type") {
+  const std::string both = std::string(kAllLayers) + kSequenceLayers + kGraphLayers;
+  for (const std::string& type : layer_types()) {
+    CAPTURE(type);
+    CHECK((both.find(" type: " + type + ",") != std::string::npos || both.find("{type: " + type + ",") != std::string::npos ||
+           both.find("{type: " + type + "}") != std::string::npos));
   }
 }
 
@@ -249,6 +321,21 @@ TEST_CASE("ops on every backend: the core ops against the f32 host reference") {
 namespace dtrain {
 namespace {
 
+TEST_CASE("ops on every backend: int32 token ids give what float32 ids give") {
+  const auto model = build_model(kSequenceLayers);
+  const Tensor f = token_ids(3, 8);
+  Tensor i = Tensor::empty(f.shape(), DType::i32, kHost);
+  for (int64_t k = 0; k < f.numel(); ++k) i.host_data<int32_t>()[k] = static_cast<int32_t>(f[k]);
+  for (const Backend& b : backends()) {
+    INFO(fmt::format("{} compute {}", b.device.str(), dtype_name(b.compute)));
+    const Pass from_f32 = run_model(*model, b, true, f), from_i32 = run_model(*model, b, true, i);
+    CHECK(rel_diff(from_i32.out, from_f32.out) == 0.0);
+    for (size_t k = 0; k < from_f32.grads.size(); ++k) {
+      if (!from_f32.grads[k].empty()) CHECK(rel_diff(from_i32.grads[k], from_f32.grads[k]) == 0.0);
+    }
+  }
+}
+
 TEST_CASE("ops support: what a backend cannot run is refused when the model is set up, naming layer, device and type") {
   const auto model = build_model();
   CHECK(model->check_support(ops::Context{kHost, DType::f32}).ok());
@@ -263,6 +350,14 @@ TEST_CASE("ops support: what a backend cannot run is refused when the model is s
   CHECK(gpu.error().message ==
         "ops.yaml:4:7: model.layers[0] (conv2d): conv2d cannot run on gpu:0 in float32: the cuda backend has no "
         "conv2d op in this dtrain");
+  // The sequence layers run on cpu and debug in both compute types, not yet on cuda.
+  const auto sequence = build_model(kSequenceLayers);
+  for (const Backend& b : backends()) CHECK(sequence->check_support(ops::Context{b.device, b.compute}).ok());
+  const Status seq_gpu = sequence->check_support(ops::Context{Device{DeviceKind::cuda, 0}, DType::f32});
+  REQUIRE_FALSE(seq_gpu.ok());
+  CHECK(seq_gpu.error().message ==
+        "ops.yaml:4:7: model.layers[0] (embedding): embedding cannot run on gpu:0 in float32: the cuda backend has "
+        "no embedding op in this dtrain");
 }
 
 }  // namespace

@@ -24,6 +24,9 @@ struct GradCheckOptions {
   double eps = 1e-2;  // finite-difference step
   double tol = 1e-2;  // relative tolerance
   ForwardContext ctx{};
+  // false for an input that is not differentiable (token ids): the input
+  // gradient is not differenced (report.dx stays 0), only the params'.
+  bool check_dx = true;
 };
 
 // Worst relative error (|numeric - analytic| / max(|numeric|, |analytic|,

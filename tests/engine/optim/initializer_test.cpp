@@ -1,5 +1,6 @@
-// Tests for initialize(): statistics of glorot_uniform and he_normal, bounds,
-// truncation, determinism in (seed, name, index), and the constant kinds.
+// Tests for initialize(): statistics of glorot_uniform, he_normal and
+// random_uniform, bounds, truncation, determinism in (seed, name, index), the
+// constant kinds, and check_initializer.
 #include <doctest.h>
 
 #include <cmath>
@@ -95,6 +96,44 @@ TEST_CASE("initial values are a pure function of seed, name and index") {
   }
 }
 
+TEST_CASE("random_uniform is U(minval, maxval), by default Keras' U(-0.05, 0.05), independent of the shape") {
+  InitializerSpec spec{"random_uniform", 0.0f};
+  Tensor t(Shape{1000, 64});
+  REQUIRE(initialize(t, spec, 3, "embedding/embeddings").ok());
+  Stats s = stats_of(t);
+  CHECK(s.min >= -0.05);
+  CHECK(s.max < 0.05);
+  CHECK(s.min < -0.049);
+  CHECK(s.max > 0.049);
+  CHECK(std::fabs(s.mean) < 5e-4);
+  CHECK(s.variance == doctest::Approx(0.1 * 0.1 / 12.0).epsilon(0.01));
+  // Unlike glorot, the bounds do not depend on the fans.
+  Tensor small(Shape{10, 2});
+  REQUIRE(initialize(small, spec, 3, "embedding/embeddings").ok());
+  for (int64_t i = 0; i < small.numel(); ++i) CHECK(small[i] == t[i]);
+  spec.minval = 2.0f;
+  spec.maxval = 3.0f;
+  REQUIRE(initialize(t, spec, 3, "embedding/embeddings").ok());
+  s = stats_of(t);
+  CHECK(s.min >= 2.0);
+  CHECK(s.max < 3.0);
+  CHECK(s.mean == doctest::Approx(2.5).epsilon(1e-3));
+}
+
+TEST_CASE("check_initializer: random_uniform needs finite minval <= maxval") {
+  InitializerSpec spec{"random_uniform", 0.0f};
+  CHECK(check_initializer(spec).ok());
+  spec.minval = 1.0f;
+  spec.maxval = 1.0f;
+  CHECK(check_initializer(spec).ok());  // a constant, as Keras allows
+  spec.maxval = 0.5f;
+  const Status bad = check_initializer(spec);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().kind == ErrorKind::kConfig);
+  CHECK(bad.error().message == "random_uniform needs finite minval <= maxval; got minval 1 and maxval 0.5");
+  CHECK(check_initializer(InitializerSpec{"glorot_uniform", 0.0f}).ok());
+}
+
 TEST_CASE("zeros, ones and constant") {
   CHECK(initialized({3}, "zeros", 1, "b").to_vector() == std::vector<float>{0.0f, 0.0f, 0.0f});
   CHECK(initialized({2}, "ones", 1, "b").to_vector() == std::vector<float>{1.0f, 1.0f});
@@ -109,8 +148,8 @@ TEST_CASE("an unknown initializer names the variable") {
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().kind == ErrorKind::kConfig);
   CHECK(s.error().message ==
-        "dense/kernel: initializer \"glorot_unifrom\" is not one of glorot_uniform, he_normal, zeros, ones, constant "
-        "(did you mean \"glorot_uniform\"?)");
+        "dense/kernel: initializer \"glorot_unifrom\" is not one of glorot_uniform, he_normal, random_uniform, zeros, "
+        "ones, constant (did you mean \"glorot_uniform\"?)");
 }
 
 }  // namespace

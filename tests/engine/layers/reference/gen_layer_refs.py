@@ -59,12 +59,14 @@ def nchw_to_nhwc(t):
 
 
 def run(fn, x, params, dy):
-    """Returns y, dx, [dparam...] of sum(fn(x, params) * dy)."""
+    """Returns y, dx, [dparam...] of sum(fn(x, params) * dy). An input the
+    function does not differentiate through (token ids) gets dx = 0."""
     xt = torch.tensor(x, requires_grad=True)
     pt = [torch.tensor(p, requires_grad=True) for p in params]
     y = fn(xt, pt)
     (y * torch.tensor(dy)).sum().backward()
-    return y.detach().numpy(), xt.grad.numpy(), [p.grad.numpy() for p in pt]
+    dx = xt.grad.numpy() if xt.grad is not None else np.zeros_like(x)
+    return y.detach().numpy(), dx, [p.grad.numpy() for p in pt]
 
 
 def case(name, layer, x, params, dy_shape, fn, rng, training=True, extra=None):
@@ -90,6 +92,22 @@ def dense_cases(rng):
 
         out.append(case(f"dense_bias_{use_bias}", {"type": "dense", "units": 5, "use_bias": use_bias}, x, params,
                         (3, 5), fn, rng))
+    return out
+
+
+def dense_rank_cases(rng):
+    """Keras Dense on a rank > 2 input: the kernel applies to the last axis at every position."""
+    out = []
+    for name, shape, use_bias in (("dense_rank3", (2, 3, 4), True), ("dense_rank4_nobias", (2, 2, 3, 4), False)):
+        x = f32(rng, shape)
+        w = f32(rng, (4, 5), 0.5)
+        params = [w] + ([f32(rng, (5,))] if use_bias else [])
+
+        def fn(x, p, use_bias=use_bias):
+            return torch.matmul(x, p[0]) + (p[1] if use_bias else 0.0)
+
+        out.append(case(name, {"type": "dense", "units": 5, "use_bias": use_bias}, x, params, shape[:-1] + (5,), fn,
+                        rng))
     return out
 
 
@@ -184,6 +202,83 @@ def batch_norm_cases(rng):
     return out
 
 
+def layer_norm_cases(rng):
+    """Keras LayerNormalization(axis=-1): per-row mean and biased variance."""
+    out = []
+    eps = 1e-3
+    for name, shape, center, scale in (("ln_flat", (4, 6), True, True), ("ln_seq", (2, 3, 5), True, True),
+                                       ("ln_no_center", (3, 4), False, True), ("ln_no_scale", (2, 2, 4), True, False),
+                                       ("ln_neither", (3, 5), False, False)):
+        c = shape[-1]
+        x = q(f32(rng, shape, 2.0) + 0.3)
+        params = ([q(f32(rng, (c,)) + 1.0)] if scale else []) + ([f32(rng, (c,))] if center else [])
+
+        def fn(x, p, center=center, scale=scale):
+            mean = x.mean(dim=-1, keepdim=True)
+            var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # biased
+            y = (x - mean) / torch.sqrt(var + eps)
+            if scale:
+                y = y * p[0]
+            if center:
+                y = y + p[1 if scale else 0]
+            return y
+
+        layer = {"type": "layer_norm", "epsilon": eps, "center": center, "scale": scale}
+        out.append(case(name, layer, x, params, shape, fn, rng))
+    return out
+
+
+def global_pool_cases(rng):
+    out = []
+    specs = [("gap2d", "global_avg_pool2d", (2, 3, 4, 3)), ("gmp2d", "global_max_pool2d", (2, 3, 4, 3)),
+             ("gap1d", "global_avg_pool1d", (3, 5, 2))]
+    for name, kind, shape in specs:
+        # Distinct values (a shuffled grid): max pooling's argmax is unique.
+        x = q((rng.permutation(int(np.prod(shape))).reshape(shape) - np.prod(shape) / 2) * 0.05)
+        axes = tuple(range(1, len(shape) - 1))
+
+        def fn(x, p, kind=kind, axes=axes):
+            if kind == "global_max_pool2d":
+                return x.amax(dim=axes)
+            return x.mean(dim=axes)
+
+        out.append(case(name, {"type": kind}, x, [], (shape[0], shape[-1]), fn, rng))
+    return out
+
+
+def embedding_cases(rng):
+    """Keras Embedding: ids (as float32 integers) select rows; ids get no gradient.
+    The ids repeat, so the scatter-add sums several rows into one."""
+    out = []
+    for name, shape, vocab, dim in (("embedding_seq", (3, 4), 6, 5), ("embedding_2d_ids", (2, 2, 3), 4, 3)):
+        x = rng.integers(0, vocab, size=shape).astype(np.float64)
+        x.reshape(-1)[0] = x.reshape(-1)[1]  # at least one repeated id
+        table = f32(rng, (vocab, dim))
+
+        def fn(x, p):
+            return F.embedding(x.detach().long(), p[0])
+
+        layer = {"type": "embedding", "input_dim": vocab, "output_dim": dim}
+        out.append(case(name, layer, x, [table], shape + (dim,), fn, rng))
+    return out
+
+
+def position_embedding_cases(rng):
+    """y = x + embeddings[:T] (keras_hub PositionEmbedding, added to its input)."""
+    out = []
+    for name, shape, length in (("posemb_shorter", (2, 3, 4), 5), ("posemb_full", (3, 4, 2), 4),
+                                ("posemb_rank4", (2, 2, 3, 2), 3)):
+        x = f32(rng, shape)
+        table = f32(rng, (length, shape[-1]))
+
+        def fn(x, p, t=shape[-2]):
+            return x + p[0][:t]
+
+        layer = {"type": "position_embedding", "sequence_length": length}
+        out.append(case(name, layer, x, [table], shape, fn, rng))
+    return out
+
+
 def activation_cases(rng):
     fns = {"relu": F.relu, "gelu": F.gelu, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
            "softmax": lambda t: torch.softmax(t, dim=-1)}
@@ -199,9 +294,27 @@ def activation_cases(rng):
     return out
 
 
+def zero_padding_cases(rng):
+    out = []
+    for pad in ([1, 1], [2, 0]):
+        x = f32(rng, (2, 3, 4, 2))
+
+        def fn(t, p, pad=pad):
+            # NHWC: F.pad pads from the last dimension backwards (C, W, H).
+            return F.pad(t, (0, 0, pad[1], pad[1], pad[0], pad[0]))
+
+        out.append(case(f"zero_padding2d_{pad[0]}x{pad[1]}", {"type": "zero_padding2d", "pad": pad}, x, [],
+                        (2, 3 + 2 * pad[0], 4 + 2 * pad[1], 2), fn, rng))
+    return out
+
+
 def main():
     rng = np.random.default_rng(20240611)
     cases = dense_cases(rng) + conv_cases(rng) + pool_cases(rng) + batch_norm_cases(rng) + activation_cases(rng)
+    # Drawn after the original cases so theirs keep their values.
+    cases += (dense_rank_cases(rng) + layer_norm_cases(rng) + global_pool_cases(rng) + embedding_cases(rng) +
+              position_embedding_cases(rng))
+    cases += zero_padding_cases(rng)
     with open(OUT, "w") as f:
         json.dump({"generator": "tests/engine/layers/reference/gen_layer_refs.py", "torch": torch.__version__,
                    "cases": cases}, f, separators=(",", ":"))

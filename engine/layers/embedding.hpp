@@ -1,0 +1,49 @@
+// Embedding lookup, Keras Embedding(input_dim, output_dim): each integer
+// token id selects a row of the embeddings table.
+//   x: (B, ...) token ids, int32, or float32 holding integers (today's model
+//      inputs are float32; they are exact ids up to 2^24)
+//   embeddings: (input_dim, output_dim), default U(-0.05, 0.05) (Keras "uniform")
+//   y: (B, ..., output_dim)
+// An id that is not an integer in [0, input_dim) is never read through: its
+// output row is NaN and it adds nothing to the gradient. check_input() reports
+// it as a data error before that, naming the example and position.
+// Ids are not differentiable: dx, when asked for, is zero-filled (float32,
+// x's shape), so a reshape before the embedding passes back zeros.
+// Float32 under every compute type (a lookup and a scatter-add).
+#pragma once
+
+#include <utility>
+
+#include "engine/layer.hpp"
+
+namespace dtrain {
+
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t input_dim, int64_t output_dim, InitializerSpec init)
+      : input_dim_(input_dim), output_dim_(output_dim), init_(std::move(init)) {}
+
+  std::string type() const override { return "embedding"; }
+  std::vector<std::string_view> ops() const override { return {"embedding"}; }
+  // Any input shape (the ids of one example); output = input + (output_dim).
+  Result<Shape> build(const Shape& input) override;
+  // embeddings (input_dim, output_dim), trainable.
+  std::vector<ParamSpec> params() const override;
+  // x: host tensor. A kData error for the first id that is not an integer in
+  // [0, input_dim), e.g. "id 12 at example 3, position 5 is out of range
+  // for input_dim 10" (examples count from 0 within the batch; positions
+  // index the flattened example).
+  Status check_input(const Tensor& x) const override;
+  void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
+               LayerCache& cache) const override;
+  // dembeddings[id] = sum of dy rows whose token is id (a scatter-add in
+  // token order); rows of ids never seen are 0.
+  void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
+                const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+
+ private:
+  int64_t input_dim_, output_dim_;
+  InitializerSpec init_;
+};
+
+}  // namespace dtrain
