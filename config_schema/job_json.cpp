@@ -35,7 +35,10 @@ Json layer_json(const LayerSpec& l) {
               {"size", l.size}, {"activation", l.activation.empty() ? "linear" : l.activation},
               {"use_bias", l.use_bias}, {"kernel_initializer", initializer_json(l.kernel_initializer)},
               {"bias_initializer", initializer_json(l.bias_initializer)}, {"rate", shortest(l.rate)},
-              {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)}};
+              {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)},
+              {"num_heads", l.num_heads}, {"key_dim", l.key_dim}, {"value_dim", optional_json(l.value_dim)},
+              {"output_shape", optional_json(l.output_shape)}, {"dropout", shortest(l.dropout)},
+              {"use_causal_mask", l.use_causal_mask}};
 }
 
 // The pipeline stages beyond prefetch: shard, interleave, map, num_parallel_calls.

@@ -15,7 +15,7 @@ namespace dtrain {
 
 struct LayerSpec {
   std::string type;            // dense | conv2d | max_pool2d | avg_pool2d | flatten | reshape |
-                               // dropout | batch_norm | activation
+                               // dropout | batch_norm | activation | multi_head_attention
   std::string name;            // optional; default "<type>", "<type>_1", ... (Keras naming)
   std::string where;           // "job.yaml:12:7" of this layer's node, for error messages
   int64_t units = 0;           // dense
@@ -33,6 +33,13 @@ struct LayerSpec {
   std::vector<int64_t> target_shape;  // reshape (without batch)
   float momentum = 0.99f;      // batch_norm moving-average momentum
   float epsilon = 1e-3f;       // batch_norm
+  // multi_head_attention (Keras MultiHeadAttention's argument names):
+  int64_t num_heads = 0;
+  int64_t key_dim = 0;                 // size of each query and key head
+  std::optional<int64_t> value_dim;    // size of each value head; null = key_dim
+  std::optional<int64_t> output_shape; // last dimension of the output; null = the input's
+  float dropout = 0.0f;                // dropout rate of the attention probabilities
+  bool use_causal_mask = false;        // position i attends only to positions <= i
 };
 
 struct ModelSpec {

@@ -11,8 +11,8 @@
 namespace dtrain::ops {
 
 // Op names as layers, losses and optimizers list them: "matmul", "conv2d",
-// "pool2d", "activation", "batch_norm", "dropout", "sum_rows", "mul", "loss",
-// "optimizer", "reduce".
+// "pool2d", "activation", "batch_norm", "dropout", "attention", "sum_rows",
+// "mul", "loss", "optimizer", "reduce".
 bool supports(std::string_view op, const Context& ctx);
 // Why not, for the error message: e.g. "the cpu backend has no float16
 // matmul (oneDNN has none on the CPU)".

@@ -76,10 +76,11 @@ TEST_CASE("validate: layer types dispatch on type") {
   const std::string head = "model:\n  input: {shape: [4]}\n  layers:\n";
   CHECK(load_error(head + "    - {type: dence, units: 3}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type \"dence\"; expected one of dense, conv2d, max_pool2d, "
-        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation (did you mean \"dense\"?)");
+        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation, multi_head_attention "
+        "(did you mean \"dense\"?)");
   CHECK(load_error(head + "    - {type: 7}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type 7; expected one of dense, conv2d, max_pool2d, "
-        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation");
+        "avg_pool2d, flatten, reshape, dropout, batch_norm, activation, multi_head_attention");
   CHECK(load_error(head + "    - {type: flatten, units: 3}\n") ==
         "job.yaml:4:23: model.layers[0].units: unknown key; expected one of type, name");
   CHECK(load_error(head + "    - {type: dropout, rate: 1.5}\n") ==

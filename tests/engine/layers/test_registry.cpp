@@ -16,19 +16,22 @@ LayerSpec spec(const std::string& type) {
   s.target_shape = {-1};
   s.rate = 0.5f;
   s.activation = "relu";
+  s.num_heads = 2;
+  s.key_dim = 3;
   return s;
 }
 
 TEST_CASE("registry: table order and every type constructs and builds") {
   const std::vector<std::string> expected{"dense",   "conv2d",  "max_pool2d", "avg_pool2d", "flatten",
-                                          "reshape", "dropout", "batch_norm", "activation"};
+                                          "reshape", "dropout", "batch_norm", "activation",
+                                          "multi_head_attention"};
   CHECK(layer_types() == expected);
   for (const std::string& t : layer_types()) {
     CAPTURE(t);
     auto layer = make_layer(spec(t));
     REQUIRE(layer.ok());
     CHECK((*layer)->type() == t);
-    const Shape input = t == "dense" ? Shape{6} : Shape{6, 6, 2};
+    const Shape input = t == "dense" ? Shape{6} : t == "multi_head_attention" ? Shape{6, 2} : Shape{6, 6, 2};
     CHECK((*layer)->build(input).ok());
   }
 }
@@ -52,7 +55,7 @@ TEST_CASE("registry: windows from the spec") {
 TEST_CASE("registry: errors") {
   CHECK(make_layer(spec("desne")).error().message ==
         "unknown layer type \"desne\"; known types: dense, conv2d, max_pool2d, avg_pool2d, flatten, reshape, "
-        "dropout, batch_norm, activation (did you mean \"dense\"?)");
+        "dropout, batch_norm, activation, multi_head_attention (did you mean \"dense\"?)");
   LayerSpec d = spec("dense");
   d.units = 0;
   CHECK(make_layer(d).error().message == "dense: units must be >= 1; got 0");
