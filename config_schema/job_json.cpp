@@ -41,7 +41,10 @@ Json layer_json(const LayerSpec& l) {
               {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)},
               {"center", l.center}, {"scale", l.scale}, {"input_dim", l.input_dim}, {"output_dim", l.output_dim},
               {"embeddings_initializer", initializer_json(l.embeddings_initializer)},
-              {"sequence_length", l.sequence_length}};
+              {"sequence_length", l.sequence_length},
+              {"num_heads", l.num_heads}, {"key_dim", l.key_dim}, {"value_dim", optional_json(l.value_dim)},
+              {"output_shape", optional_json(l.output_shape)}, {"dropout", shortest(l.dropout)},
+              {"use_causal_mask", l.use_causal_mask}};
   // Graph fields only where used, so a sequential model's resolved form (and
   // its model_hash, kept in checkpoints) is what it was before graphs.
   if (!l.inputs.empty()) j["inputs"] = l.inputs;

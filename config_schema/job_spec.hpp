@@ -15,8 +15,9 @@ namespace dtrain {
 
 struct LayerSpec {
   std::string type;            // dense | conv2d | max_pool2d | avg_pool2d | global_avg_pool2d |
-                               // global_max_pool2d | global_avg_pool1d | flatten | reshape | dropout |
-                               // batch_norm | layer_norm | activation | embedding | position_embedding
+                               // global_max_pool2d | global_avg_pool1d | flatten | reshape | zero_padding2d |
+                               // dropout | batch_norm | layer_norm | activation | embedding | position_embedding |
+                               // multi_head_attention | add | subtract | multiply | average | maximum | concatenate
   std::string name;            // optional; default "<type>", "<type>_1", ... (Keras naming)
   std::string where;           // "job.yaml:12:7" of this layer's node, for error messages
   // Names of the layers (or model inputs) this one reads; empty: the layer
@@ -52,6 +53,13 @@ struct LayerSpec {
   InitializerSpec embeddings_initializer{"random_uniform", 0.0f};  // embedding: U(-0.05, 0.05)
   int64_t sequence_length = 0; // position_embedding: the longest sequence it embeds
   bool sync = false;           // batch_norm: statistics over the global batch (every replica and worker)
+  // multi_head_attention (Keras MultiHeadAttention's argument names):
+  int64_t num_heads = 0;
+  int64_t key_dim = 0;                 // size of each query and key head
+  std::optional<int64_t> value_dim;    // size of each value head; null = key_dim
+  std::optional<int64_t> output_shape; // last dimension of the output; null = the input's
+  float dropout = 0.0f;                // dropout rate of the attention probabilities
+  bool use_causal_mask = false;        // position i attends only to positions <= i
 };
 
 struct ModelSpec {

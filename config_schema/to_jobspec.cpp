@@ -118,6 +118,12 @@ LayerSpec read_layer(const Node& node) {
   s.read("output_dim", l.output_dim);
   s.read_initializer("embeddings_initializer", l.embeddings_initializer);
   s.read("sequence_length", l.sequence_length);
+  s.read("num_heads", l.num_heads);
+  s.read("key_dim", l.key_dim);
+  s.read("value_dim", l.value_dim);
+  s.read("output_shape", l.output_shape);
+  s.read("dropout", l.dropout);
+  s.read("use_causal_mask", l.use_causal_mask);
   if (l.type == "conv2d") {
     l.strides = l.dilation = {1, 1};
     s.read_size2("strides", l.strides);

@@ -196,6 +196,10 @@ LtGemmPlan plan_row_major(const kernels::MatmulShape& s) {
 
 Status matmul(GpuDevice& dev, const kernels::MatmulShape& s, const float* a, const float* b, const float* bias,
               float* c, Epilogue epilogue, MathMode mode) {
+  if (s.batch != 1) {
+    return runtime_error("cuda::matmul: a batch of " + std::to_string(s.batch) +
+                         " products is not implemented on the GPU (one product per call)");
+  }
   const bool wants_bias = epilogue == Epilogue::kBias || epilogue == Epilogue::kBiasRelu;
   if (wants_bias != (bias != nullptr)) {
     return runtime_error(std::string("cuda::matmul: the epilogue ") + (wants_bias ? "needs" : "takes no") +

@@ -39,8 +39,9 @@ LtGemmPlan plan_row_major(const kernels::MatmulShape& s);
 // c (M, N) = epilogue(op(a) (M, K) x op(b) (K, N) [+ bias (N) broadcast over rows]),
 // all row-major device memory on `dev`, queued on dev.compute. bias is
 // required for kBias/kBiasRelu and must be null otherwise. c must not alias
-// a, b or bias. M, N, K >= 1. Errors: a cuBLASLt failure, or no algorithm
-// for this problem (kRuntime, naming the shape).
+// a, b or bias. M, N, K >= 1; s.batch == 1 (a batch is refused with a
+// kRuntime error). Errors: a cuBLASLt failure, or no algorithm for this
+// problem (kRuntime, naming the shape).
 Status matmul(GpuDevice& dev, const kernels::MatmulShape& s, const float* a, const float* b, const float* bias,
               float* c, Epilogue epilogue, MathMode mode);
 

@@ -1,9 +1,10 @@
-// oneDNN matmul primitive, cached by (M, N, K, transposes, bias, types).
+// oneDNN matmul primitive, cached by (batch, M, N, K, transposes, bias, types).
 #include "engine/kernels/matmul.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 
 #include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
@@ -34,14 +35,24 @@ void check_types(const MatmulShape& s) {
       ktype_name(s.a_type), ktype_name(s.b_type), ktype_name(s.c_type)));
 }
 
+// One product is 2-D descriptors; a batch is 3-D ones with the batch outermost.
 MatmulPrimitive make(const MatmulShape& s, bool has_bias, const std::vector<int64_t>& key) {
   MatmulPrimitive p;
-  p.a = memory::desc({s.m, s.k}, onednn::data_type_of(s.a_type),
-                     s.trans_a ? memory::dims{1, s.m} : memory::dims{s.k, 1});
-  p.b = memory::desc({s.k, s.n}, onednn::data_type_of(s.b_type),
-                     s.trans_b ? memory::dims{1, s.k} : memory::dims{s.n, 1});
-  p.c = memory::desc({s.m, s.n}, onednn::data_type_of(s.c_type), memory::format_tag::ab);
-  if (has_bias) p.bias = memory::desc({1, s.n}, memory::data_type::f32, memory::format_tag::ab);
+  if (s.batch == 1) {
+    p.a = memory::desc({s.m, s.k}, onednn::data_type_of(s.a_type),
+                       s.trans_a ? memory::dims{1, s.m} : memory::dims{s.k, 1});
+    p.b = memory::desc({s.k, s.n}, onednn::data_type_of(s.b_type),
+                       s.trans_b ? memory::dims{1, s.k} : memory::dims{s.n, 1});
+    p.c = memory::desc({s.m, s.n}, onednn::data_type_of(s.c_type), memory::format_tag::ab);
+    if (has_bias) p.bias = memory::desc({1, s.n}, memory::data_type::f32, memory::format_tag::ab);
+  } else {
+    p.a = memory::desc({s.batch, s.m, s.k}, onednn::data_type_of(s.a_type),
+                       s.trans_a ? memory::dims{s.m * s.k, 1, s.m} : memory::dims{s.m * s.k, s.k, 1});
+    p.b = memory::desc({s.batch, s.k, s.n}, onednn::data_type_of(s.b_type),
+                       s.trans_b ? memory::dims{s.k * s.n, 1, s.k} : memory::dims{s.k * s.n, s.n, 1});
+    p.c = memory::desc({s.batch, s.m, s.n}, onednn::data_type_of(s.c_type), memory::format_tag::abc);
+    if (has_bias) p.bias = memory::desc({1, 1, s.n}, memory::data_type::f32, memory::format_tag::abc);
+  }
   try {
     const dnnl::matmul::desc desc(p.a, p.b, p.bias, p.c);
     const dnnl::matmul::primitive_desc pd(desc, onednn::default_attr(), onednn::cpu_engine());
@@ -53,9 +64,9 @@ MatmulPrimitive make(const MatmulShape& s, bool has_bias, const std::vector<int6
   return p;
 }
 
-// c = bias broadcast over rows (or zeros): the product with K = 0.
+// c = bias broadcast over rows (or zeros): the products with K = 0.
 void fill_bias(const MatmulShape& s, const float* bias, void* c) {
-  for (int64_t i = 0; i < s.m; ++i) {
+  for (int64_t i = 0; i < s.batch * s.m; ++i) {
     for (int64_t j = 0; j < s.n; ++j) {
       const float v = bias != nullptr ? bias[j] : 0.0f;
       if (s.c_type == KType::kBf16) {
@@ -71,14 +82,16 @@ void fill_bias(const MatmulShape& s, const float* bias, void* c) {
 
 void matmul(const MatmulShape& s, const void* a, const void* b, const float* bias, void* c) {
   check_types(s);
-  if (s.m == 0 || s.n == 0) return;
+  assert(s.batch >= 0);
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
     fill_bias(s, bias, c);
     return;
   }
   const bool has_bias = bias != nullptr;
-  const std::vector<int64_t> key{s.m, s.n, s.k, s.trans_a, s.trans_b, has_bias, static_cast<int64_t>(s.a_type),
-                                 static_cast<int64_t>(s.b_type), static_cast<int64_t>(s.c_type)};
+  const std::vector<int64_t> key{s.batch,  s.m,      s.n, s.k, s.trans_a, s.trans_b,
+                                 has_bias, static_cast<int64_t>(s.a_type), static_cast<int64_t>(s.b_type),
+                                 static_cast<int64_t>(s.c_type)};
   const auto p = cache().get(key, [&] { return make(s, has_bias, key); });
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, onednn::wrap(p->a, a)},
                                        {DNNL_ARG_WEIGHTS, onednn::wrap(p->b, b)},

@@ -1,6 +1,8 @@
 // Row-major matrix multiply on the CPU through oneDNN's matmul primitive
-// (bias fused), float32 or bfloat16 operands with float32 accumulation.
-// Transposed operands are read in place through strides, never copied.
+// (bias fused), float32 or bfloat16 operands with float32 accumulation,
+// optionally a batch of independent products in one call (attention's
+// per-head products). Transposed operands are read in place through strides,
+// never copied.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +19,15 @@ struct MatmulShape {
   // or bf16. Products are accumulated in f32 (plus the f32 bias) and rounded
   // to c_type once at the end.
   KType a_type = KType::kF32, b_type = KType::kF32, c_type = KType::kF32;
+  // Independent products, stored one after another: a (batch, M, K) (or
+  // (batch, K, M) with trans_a), b (batch, K, N) (or (batch, N, K)), c
+  // (batch, M, N). Last, so {m, n, k, trans_a, trans_b} initializers keep
+  // meaning one product.
+  int64_t batch = 1;
 };
 
-// c (M, N) = op(a) (M, K) x op(b) (K, N) [+ bias (N) broadcast over rows].
+// c (M, N) = op(a) (M, K) x op(b) (K, N) [+ bias (N) broadcast over rows],
+// for each of the s.batch products (the same bias for every one).
 // a, b, c hold elements of s.a_type, s.b_type, s.c_type (float or uint16_t
 // bf16 bits); bias is always f32 and may be null. c is overwritten and must
 // not alias a, b or bias. Unsupported type combinations throw ErrorException.

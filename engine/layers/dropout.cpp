@@ -23,28 +23,29 @@ uint64_t splitmix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// Writes mask[e] and y[e] = x[e] * mask[e] for the `n` elements of one example.
-// Draws exactly CounterRng(key, stream).uniform(e) for each element e (the
+}  // namespace
+
+uint64_t dropout_key(uint64_t seed, int64_t step, uint64_t salt) {
+  return splitmix64(splitmix64(seed ^ salt) ^ static_cast<uint64_t>(step));
+}
+
+// Draws exactly CounterRng(key, example).uniform(e) for each element e (the
 // Philox block of e holds elements 4*(e/4) .. 4*(e/4)+3), four at a time.
-void mask_row(uint64_t key, uint64_t stream, float rate, float scale, const float* x, float* mask, float* y,
-              int64_t n) {
+void dropout_mask(uint64_t key, uint64_t example, float rate, float* mask, int64_t n) {
   const std::array<uint32_t, 2> k{static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+  const float scale = 1.0f / (1.0f - rate);
   for (int64_t base = 0; base < n; base += 4) {
     const auto block = static_cast<uint64_t>(base / 4);
     const auto r = philox4x32({static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
-                               static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)},
+                               static_cast<uint32_t>(example), static_cast<uint32_t>(example >> 32)},
                               k);
     const int64_t end = std::min<int64_t>(base + 4, n);
     for (int64_t e = base; e < end; ++e) {
       const float u = static_cast<float>(r[static_cast<size_t>(e - base)] >> 8) * (1.0f / 16777216.0f);
-      const float m = u >= rate ? scale : 0.0f;
-      mask[e] = m;
-      y[e] = x[e] * m;
+      mask[e] = u >= rate ? scale : 0.0f;
     }
   }
 }
-
-}  // namespace
 
 Dropout::Dropout(float rate, std::string name) : rate_(rate), name_(std::move(name)) {
   assert(rate_ >= 0.0f && rate_ < 1.0f);
@@ -56,7 +57,7 @@ Result<Shape> Dropout::build(const Shape& input) {
 }
 
 uint64_t Dropout::mask_key(uint64_t seed, int64_t step) const {
-  return splitmix64(splitmix64(seed ^ salt_) ^ static_cast<uint64_t>(step));
+  return dropout_key(seed, step, salt_);
 }
 
 void Dropout::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor& x, Tensor& y,
@@ -74,15 +75,15 @@ void Dropout::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor
   const int64_t batch = x.dim(0);
   const int64_t per = batch == 0 ? 0 : x.numel() / batch;
   const uint64_t key = mask_key(ctx.seed, ctx.step);
-  const float scale = 1.0f / (1.0f - rate_);
   ops::on_device(*ctx.ops, "dropout", {&x, &mask, &y}, [&] {
     const auto* xp = static_cast<const float*>(x.raw());
     auto* mp = static_cast<float*>(mask.raw());
     auto* yp = static_cast<float*>(y.raw());
     for (int64_t r = 0; r < batch; ++r) {
       const auto example = static_cast<uint64_t>(ctx.example_offset + r);
-      mask_row(key, example, rate_, scale, xp + r * per, mp + r * per, yp + r * per, per);
+      dropout_mask(key, example, rate_, mp + r * per, per);
     }
+    for (int64_t i = 0; i < batch * per; ++i) yp[i] = xp[i] * mp[i];
   });
 }
 

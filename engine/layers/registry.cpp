@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "engine/layers/activation.hpp"
+#include "engine/layers/attention.hpp"
 #include "engine/layers/batch_norm.hpp"
 #include "engine/layers/conv2d.hpp"
 #include "engine/layers/dense.hpp"
@@ -151,6 +152,34 @@ Result<LayerPtr> make_zero_padding2d(const LayerSpec& s) {
   return LayerPtr(std::make_unique<ZeroPadding2D>(pad[0], pad[1]));
 }
 
+Result<LayerPtr> make_multi_head_attention(const LayerSpec& s) {
+  const char* where = "multi_head_attention: ";
+  if (s.num_heads < 1) return config_error(fmt::format("{}num_heads must be >= 1; got {}", where, s.num_heads));
+  if (s.key_dim < 1) return config_error(fmt::format("{}key_dim must be >= 1; got {}", where, s.key_dim));
+  if (s.value_dim && *s.value_dim < 1) {
+    return config_error(fmt::format("{}value_dim must be >= 1 (or null for key_dim); got {}", where, *s.value_dim));
+  }
+  if (s.output_shape && *s.output_shape < 1) {
+    return config_error(
+        fmt::format("{}output_shape must be >= 1 (or null for the input's last dimension); got {}", where,
+                    *s.output_shape));
+  }
+  if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) {
+    return config_error(fmt::format("{}dropout must be in [0, 1); got {}", where, s.dropout));
+  }
+  AttentionOptions o;
+  o.num_heads = s.num_heads;
+  o.key_dim = s.key_dim;
+  o.value_dim = s.value_dim.value_or(0);
+  o.output_dim = s.output_shape.value_or(0);
+  o.dropout = s.dropout;
+  o.use_bias = s.use_bias;
+  o.causal = s.use_causal_mask;
+  o.kernel_init = s.kernel_initializer;
+  o.bias_init = s.bias_initializer;
+  return LayerPtr(std::make_unique<MultiHeadAttention>(std::move(o), s.name));
+}
+
 struct Entry {
   const char* type;
   Factory make;
@@ -173,6 +202,7 @@ constexpr Entry kLayers[] = {
     {"activation", make_activation_layer},
     {"embedding", make_embedding},
     {"position_embedding", make_position_embedding},
+    {"multi_head_attention", make_multi_head_attention},
     {"add", make_merge<MergeKind::kAdd>},
     {"subtract", make_merge<MergeKind::kSubtract>},
     {"multiply", make_merge<MergeKind::kMultiply>},

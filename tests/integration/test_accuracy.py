@@ -4,7 +4,8 @@ import pytest
 
 from conftest import SHARED_MNIST, SOURCE_ROOT, run_dtrain
 
-TARGETS = {"mnist_mlp.yaml": 0.955, "mnist_cnn.yaml": 0.980}
+# resnet_mnist: issue 13's target (measured 0.9907 with 3000 steps).
+TARGETS = {"mnist_mlp.yaml": 0.955, "mnist_cnn.yaml": 0.980, "resnet_mnist.yaml": 0.990}
 
 
 @pytest.mark.parametrize("name,precision", [(n, "float32") for n in sorted(TARGETS)] + [("mnist_cnn.yaml", "bfloat16")])

@@ -1,8 +1,9 @@
 // oneDNN matmul wrapper against a double-precision triple loop, every
-// transpose combination, with and without bias; the bf16 variants against
+// transpose combination, with and without bias, one product or a batch; the bf16 variants against
 // the f32 kernel on the same bf16-rounded inputs.
 #include <doctest.h>
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,55 @@ TEST_CASE("kernels::matmul matches a reference for every transpose and bias") {
   }
 }
 
+// A batch of products in one call equals each product on its own slice.
+TEST_CASE("kernels::matmul batched: each product of the batch matches the reference on its slice") {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (bool with_bias : {false, true}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(with_bias);
+        MatmulShape s{6, 5, 4, ta, tb};
+        s.batch = 3;
+        const size_t sa = static_cast<size_t>(s.m * s.k), sb = static_cast<size_t>(s.k * s.n),
+                     sc = static_cast<size_t>(s.m * s.n);
+        const auto a = test::random_vector(3 * sa, 31);
+        const auto b = test::random_vector(3 * sb, 32);
+        const auto bias = test::random_vector(static_cast<size_t>(s.n), 33);
+        std::vector<float> c(3 * sc, 1e9f);
+        matmul(s, a.data(), b.data(), with_bias ? bias.data() : nullptr, c.data());
+        MatmulShape one = s;
+        one.batch = 1;
+        for (size_t p = 0; p < 3; ++p) {
+          CAPTURE(p);
+          const std::vector<float> ap(a.begin() + static_cast<std::ptrdiff_t>(p * sa),
+                                      a.begin() + static_cast<std::ptrdiff_t>((p + 1) * sa));
+          const std::vector<float> bp(b.begin() + static_cast<std::ptrdiff_t>(p * sb),
+                                      b.begin() + static_cast<std::ptrdiff_t>((p + 1) * sb));
+          const std::vector<float> cp(c.begin() + static_cast<std::ptrdiff_t>(p * sc),
+                                      c.begin() + static_cast<std::ptrdiff_t>((p + 1) * sc));
+          CHECK(test::max_rel_error(cp, reference(one, ap, bp, with_bias ? bias.data() : nullptr)) < 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("kernels::matmul batched bf16 matches batched f32 on the same rounded values") {
+  MatmulShape s{5, 7, 9, false, true};
+  s.batch = 4;
+  const auto a = test::round_to_bf16(test::random_vector(static_cast<size_t>(s.batch * s.m * s.k), 41));
+  const auto b = test::round_to_bf16(test::random_vector(static_cast<size_t>(s.batch * s.k * s.n), 42));
+  std::vector<float> want(static_cast<size_t>(s.batch * s.m * s.n), 1e9f);
+  matmul(s, a.data(), b.data(), nullptr, want.data());
+  MatmulShape t = s;
+  t.a_type = t.b_type = KType::kBf16;
+  const auto a16 = test::to_bf16(a), b16 = test::to_bf16(b);
+  std::vector<float> got(want.size(), 1e9f);
+  matmul(t, a16.data(), b16.data(), nullptr, got.data());
+  CHECK(test::max_rel_error(got, want) < 1e-5);
+}
+
 TEST_CASE("kernels::matmul with K = 0 gives the bias (or zeros)") {
   const std::vector<float> bias{1.0f, 2.0f, 3.0f};
   std::vector<float> c(6, 7.0f);
@@ -59,6 +109,10 @@ TEST_CASE("kernels::matmul with K = 0 gives the bias (or zeros)") {
   CHECK(c == std::vector<float>{1, 2, 3, 1, 2, 3});
   matmul({2, 3, 0}, nullptr, nullptr, nullptr, c.data());
   CHECK(c == std::vector<float>(6, 0.0f));
+  MatmulShape batched{1, 3, 0};
+  batched.batch = 2;
+  matmul(batched, nullptr, nullptr, bias.data(), c.data());
+  CHECK(c == std::vector<float>{1, 2, 3, 1, 2, 3});
 }
 
 TEST_CASE("kernels::matmul on MNIST-sized operands") {

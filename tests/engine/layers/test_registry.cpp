@@ -19,6 +19,8 @@ LayerSpec spec(const std::string& type) {
   s.input_dim = 5;
   s.output_dim = 4;
   s.sequence_length = 6;
+  s.num_heads = 2;
+  s.key_dim = 3;
   return s;
 }
 
@@ -26,7 +28,7 @@ TEST_CASE("registry: table order and every type constructs and builds") {
   const std::vector<std::string> expected{
       "dense",      "conv2d",     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
       "global_avg_pool1d", "flatten", "reshape", "zero_padding2d", "dropout", "batch_norm", "layer_norm",
-      "activation", "embedding",  "position_embedding", "add", "subtract", "multiply", "average", "maximum",
+      "activation", "embedding",  "position_embedding", "multi_head_attention", "add", "subtract", "multiply", "average", "maximum",
       "concatenate"};
   CHECK(layer_types() == expected);
   for (const std::string& t : layer_types()) {
@@ -34,7 +36,7 @@ TEST_CASE("registry: table order and every type constructs and builds") {
     auto layer = make_layer(spec(t));
     REQUIRE(layer.ok());
     CHECK((*layer)->type() == t);
-    const Shape input = t == "dense" ? Shape{6} : t == "global_avg_pool1d" ? Shape{6, 2} : Shape{6, 6, 2};
+    const Shape input = t == "dense" ? Shape{6} : t == "global_avg_pool1d" || t == "multi_head_attention" ? Shape{6, 2} : Shape{6, 6, 2};
     if ((*layer)->arity() == 1) {
       CHECK((*layer)->build(input).ok());
     } else {
@@ -65,7 +67,7 @@ TEST_CASE("registry: errors") {
   CHECK(make_layer(spec("desne")).error().message ==
         "unknown layer type \"desne\"; known types: dense, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, "
         "global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, batch_norm, layer_norm, "
-        "activation, embedding, position_embedding, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
+        "activation, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
   LayerSpec d = spec("dense");
   d.units = 0;
   CHECK(make_layer(d).error().message == "dense: units must be >= 1; got 0");

@@ -308,6 +308,95 @@ def zero_padding_cases(rng):
     return out
 
 
+def attention(q_in, k_in, v_in, p, key_dim, use_bias, causal):
+    """Keras MultiHeadAttention written out: q_in (B, Tq, dq), k_in (B, Tk, dk), v_in (B, Tk, dv);
+    p = [query/kernel (dq, H, Dk), query/bias (H, Dk), key/kernel, key/bias, value/kernel (dv, H, Dv),
+    value/bias (H, Dv), attention_output/kernel (H, Dv, d_out), attention_output/bias (d_out)], the
+    biases only with use_bias. No dropout."""
+    step = 2 if use_bias else 1
+    kernels = p[0::step]
+    biases = p[1::step] if use_bias else [0.0] * 4
+    query = torch.einsum("btd,dhk->bthk", q_in, kernels[0]) + biases[0]
+    key = torch.einsum("btd,dhk->bthk", k_in, kernels[1]) + biases[1]
+    value = torch.einsum("btd,dhv->bthv", v_in, kernels[2]) + biases[2]
+    query = query / math.sqrt(key_dim)
+    scores = torch.einsum("bqhk,bshk->bhqs", query, key)  # (B, H, Tq, Tk)
+    if causal:  # query i attends to keys j <= i
+        allowed = torch.ones(scores.shape[-2], scores.shape[-1], dtype=torch.bool).tril()
+        scores = scores.masked_fill(~allowed, -math.inf)
+    probs = torch.softmax(scores, dim=-1)
+    heads = torch.einsum("bhqs,bshv->bqhv", probs, value)  # (B, Tq, H, Dv)
+    return torch.einsum("bqhv,hvo->bqo", heads, kernels[3]) + biases[3]
+
+
+def attention_params(rng, dq, dk, dv, heads, key_dim, value_dim, out, use_bias):
+    shapes = [((dq, heads, key_dim), (heads, key_dim)), ((dk, heads, key_dim), (heads, key_dim)),
+              ((dv, heads, value_dim), (heads, value_dim)), ((heads, value_dim, out), (out,))]
+    params = []
+    for kernel, bias in shapes:
+        params.append(f32(rng, kernel, 0.5))
+        if use_bias:
+            params.append(f32(rng, bias, 0.5))
+    return params
+
+
+def attention_layer(heads, key_dim, value_dim, out, use_bias, causal):
+    layer = {"type": "multi_head_attention", "num_heads": heads, "key_dim": key_dim, "use_bias": use_bias,
+             "use_causal_mask": causal}
+    if value_dim is not None:
+        layer["value_dim"] = value_dim
+    if out is not None:
+        layer["output_shape"] = out
+    return layer
+
+
+def attention_self_cases(rng):
+    """multi_head_attention on one input (query = key = value), through the layer registry."""
+    # (name, (B, T, d), heads, key_dim, value_dim, output_shape, use_bias, causal)
+    specs = [
+        ("mha_self_bias", (2, 5, 6), 2, 3, None, None, True, False),
+        ("mha_self_causal_bias", (2, 5, 6), 2, 3, None, None, True, True),
+        ("mha_self_nobias", (2, 4, 5), 3, 2, None, None, False, False),
+        ("mha_self_causal_nobias", (3, 4, 5), 3, 2, None, None, False, True),
+        ("mha_self_value_dim_output_shape", (2, 6, 4), 2, 3, 5, 7, True, True),
+    ]
+    out = []
+    for name, shape, heads, key_dim, value_dim, out_dim, use_bias, causal in specs:
+        d = shape[2]
+        x = f32(rng, shape)
+        params = attention_params(rng, d, d, d, heads, key_dim, value_dim or key_dim, out_dim or d, use_bias)
+
+        def fn(x, p, key_dim=key_dim, use_bias=use_bias, causal=causal):
+            return attention(x, x, x, p, key_dim, use_bias, causal)
+
+        layer = attention_layer(heads, key_dim, value_dim, out_dim, use_bias, causal)
+        out.append(case(name, layer, x, params, (shape[0], shape[1], out_dim or d), fn, rng))
+    return out
+
+
+def attention_core_cases(rng):
+    """The three-input core: query, key and value of different sizes, Tq != Tk."""
+    # (name, B, Tq, Tk, dq, dk, dv, heads, key_dim, value_dim, output_shape, use_bias, causal)
+    specs = [
+        ("core_cross_bias", 2, 4, 6, 5, 3, 7, 3, 2, 4, 3, True, False),
+        ("core_cross_causal_nobias", 2, 5, 3, 4, 6, 2, 2, 3, 5, None, False, True),
+    ]
+    out = []
+    for name, b, tq, tk, dq, dk, dv, heads, key_dim, value_dim, out_dim, use_bias, causal in specs:
+        inputs = [f32(rng, (b, tq, dq)), f32(rng, (b, tk, dk)), f32(rng, (b, tk, dv))]
+        params = attention_params(rng, dq, dk, dv, heads, key_dim, value_dim, out_dim or dq, use_bias)
+        dy = f32(rng, (b, tq, out_dim or dq))
+        it = [torch.tensor(a, requires_grad=True) for a in inputs]
+        pt = [torch.tensor(a, requires_grad=True) for a in params]
+        y = attention(*it, pt, key_dim, use_bias, causal)
+        (y * torch.tensor(dy)).sum().backward()
+        out.append({"name": name, "layer": attention_layer(heads, key_dim, value_dim, out_dim, use_bias, causal),
+                    "inputs": [enc(a) for a in inputs], "params": [enc(a) for a in params], "dy": enc(dy),
+                    "y": enc(y.detach().numpy()), "dinputs": [enc(t.grad.numpy()) for t in it],
+                    "dparams": [enc(t.grad.numpy()) for t in pt]})
+    return out
+
+
 def main():
     rng = np.random.default_rng(20240611)
     cases = dense_cases(rng) + conv_cases(rng) + pool_cases(rng) + batch_norm_cases(rng) + activation_cases(rng)
@@ -315,9 +404,12 @@ def main():
     cases += (dense_rank_cases(rng) + layer_norm_cases(rng) + global_pool_cases(rng) + embedding_cases(rng) +
               position_embedding_cases(rng))
     cases += zero_padding_cases(rng)
+    # Drawn after the others, so adding them left the earlier cases' values unchanged.
+    cases += attention_self_cases(rng)
+    core_cases = attention_core_cases(rng)
     with open(OUT, "w") as f:
         json.dump({"generator": "tests/engine/layers/reference/gen_layer_refs.py", "torch": torch.__version__,
-                   "cases": cases}, f, separators=(",", ":"))
+                   "cases": cases, "attention_core_cases": core_cases}, f, separators=(",", ":"))
         f.write("\n")
     print(f"wrote {len(cases)} cases to {OUT} ({os.path.getsize(OUT)} bytes)")
 

@@ -1,0 +1,395 @@
+// Multi-head attention: the projections and the per-head products are
+// ops::matmul (the per-head ones batched over examples x heads, on head-major
+// copies); the head permutes, masking, softmax and attention dropout are
+// float32 loops run through on_device as the "attention" op.
+#include "engine/layers/attention.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <utility>
+
+#include "engine/kernels/matmul.hpp"
+#include "engine/layers/dropout.hpp"
+#include "engine/layers/layer_util.hpp"
+#include "engine/ops/core.hpp"
+#include "engine/ops/dispatch.hpp"
+#include "engine/ops/library.hpp"
+#include "engine/rng.hpp"
+
+namespace dtrain {
+
+struct AttentionCore::Dims {
+  int64_t b, tq, tk, h, dk, dv;  // batch, lengths, heads, head sizes
+  int64_t out;                   // d_out
+};
+
+namespace {
+
+// LayerCache slots of the core. Forward fills the [saved] ones for backward;
+// the others are buffers reused call after call (backward's are sized by a
+// training forward).
+enum Slot : size_t {
+  kQTokens,    // (B*Tq, H*Dk) query projection; backward: dQ
+  kKTokens,    // (B*Tk, H*Dk) key projection; backward: dK
+  kVTokens,    // (B*Tk, H*Dv) value projection; backward: dV
+  kQHeads,     // (B, H, Tq, Dk) Q / sqrt(Dk) [saved]
+  kKHeads,     // (B, H, Tk, Dk) [saved]
+  kVHeads,     // (B, H, Tk, Dv) [saved]
+  kProbs,      // (B, H, Tq, Tk) P, the attention probabilities [saved]
+  kMask,       // (B, H, Tq, Tk) dropout mask, 0 or 1/(1-rate) [saved when dropout ran]
+  kDropped,    // (B, H, Tq, Tk) P * mask [saved when dropout ran]
+  kOHeads,     // (B, H, Tq, Dv) per-head outputs; backward: their gradient
+  kOTokens,    // (B*Tq, H*Dv) the same, token-major: the output projection's input [saved]
+  kDOTokens,   // backward: (B*Tq, H*Dv) gradient of kOTokens
+  kDScores,    // backward: (B, H, Tq, Tk) gradient of the dropped probabilities, then of the scores
+  kDQHeads,    // backward: (B, H, Tq, Dk)
+  kDKHeads,    // backward: (B, H, Tk, Dk)
+  kDVHeads,    // backward: (B, H, Tk, Dv)
+  kNumSlots,
+};
+// The self-attention layer's own slots, after the core's: the key and value
+// input gradients before they are summed into dx.
+constexpr size_t kDKeyInput = kNumSlots, kDValueInput = kNumSlots + 1, kLayerSlots = kNumSlots + 2;
+
+// The cache's buffer `slot` as an f32 tensor of `shape` on like's device,
+// kept across calls (forward only: the cache is mutable there).
+Tensor& keep(LayerCache& cache, size_t slot, const Shape& shape, const Tensor& like) {
+  prepare_output(cache.saved[slot], shape, {&like});
+  return cache.saved[slot];
+}
+
+// Backward's buffer: the cache's `slot` (a handle sharing its storage) when a
+// forward sized it so, else a fresh tensor for this call only.
+Tensor scratch(const LayerCache& cache, size_t slot, const Shape& shape, const Device& device) {
+  const Tensor& t = cache.saved[slot];
+  if (!t.empty() && t.dtype() == DType::f32 && t.device() == device && t.numel() == num_elements(shape)) {
+    return t.reshaped(shape);
+  }
+  return Tensor::empty(shape, DType::f32, device);
+}
+
+kernels::MatmulShape batched(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b, int64_t batch) {
+  kernels::MatmulShape s{m, n, k, trans_a, trans_b};
+  s.batch = batch;
+  return s;
+}
+
+const float* f32(const Tensor& t) { return static_cast<const float*>(t.raw()); }
+float* f32(Tensor& t) { return static_cast<float*>(t.raw()); }
+
+// heads (B, H, T, D) = scale * tokens (B, T, H, D) when `to_heads`, else
+// tokens = scale * heads.
+void permute_heads(const ops::Context& oc, const Tensor& src, Tensor& dst, int64_t b, int64_t t, int64_t h,
+                   int64_t d, float scale, bool to_heads) {
+  assert(src.numel() == b * t * h * d && dst.numel() == src.numel());
+  ops::on_device(oc, "attention", {&src, &dst}, [&] {
+    const float* in = f32(src);
+    float* out = f32(dst);
+    for (int64_t n = 0; n < b; ++n) {
+      for (int64_t i = 0; i < t; ++i) {
+        for (int64_t k = 0; k < h; ++k) {
+          const int64_t tok = ((n * t + i) * h + k) * d, head = ((n * h + k) * t + i) * d;
+          const float* from = in + (to_heads ? tok : head);
+          float* to = out + (to_heads ? head : tok);
+          for (int64_t e = 0; e < d; ++e) to[e] = scale * from[e];
+        }
+      }
+    }
+  });
+}
+
+// In place over rows of `tk` scores: masked softmax. Row r is query position
+// r % tq; with `causal` it keeps keys j <= that position (others get 0).
+void softmax_rows(const ops::Context& oc, Tensor& p, int64_t tq, int64_t tk, bool causal) {
+  ops::on_device(oc, "attention", {&p}, [&] {
+    float* base = f32(p);
+    const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = base + r * tk;
+      const int64_t valid = causal ? std::min(tk, r % tq + 1) : tk;
+      float top = row[0];
+      for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
+      float sum = 0.0f;
+      for (int64_t j = 0; j < valid; ++j) {
+        row[j] = std::exp(row[j] - top);
+        sum += row[j];
+      }
+      const float inv = 1.0f / sum;
+      for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
+      for (int64_t j = valid; j < tk; ++j) row[j] = 0.0f;
+    }
+  });
+}
+
+// In place over rows of `tk`: g, the gradient of the probabilities after
+// dropout, becomes the gradient of the scores: with d = g * mask (g without
+// dropout), dS_j = P_j (d_j - sum_k d_k P_k). Masked keys have P = 0, so dS = 0.
+void softmax_backward(const ops::Context& oc, const Tensor& p, const Tensor* mask, Tensor& g, int64_t tk) {
+  ops::on_device(oc, "attention", {&p, mask, &g}, [&] {
+    const float* pp = f32(p);
+    const float* mp = mask != nullptr ? f32(*mask) : nullptr;
+    float* gp = f32(g);
+    const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* pr = pp + r * tk;
+      float* gr = gp + r * tk;
+      if (mp != nullptr) {
+        for (int64_t j = 0; j < tk; ++j) gr[j] *= mp[r * tk + j];
+      }
+      float dot = 0.0f;
+      for (int64_t j = 0; j < tk; ++j) dot += gr[j] * pr[j];
+      for (int64_t j = 0; j < tk; ++j) gr[j] = pr[j] * (gr[j] - dot);
+    }
+  });
+}
+
+// One projection's backward: x (rows, in) its input, dt (rows, cols) the
+// gradient of x W + b. Overwrites dW (W's shape), db (b's shape, cols
+// elements) when not null, and dx = dt W^T (rows * in elements, shaped
+// dx_shape) when not null.
+void projection_backward(const ops::Context& oc, const Tensor& x, const Tensor& dt, const Tensor& w, const Tensor* b,
+                         Tensor& dw, Tensor* db, Tensor* dx, const Shape& dx_shape) {
+  const int64_t rows = dt.dim(0), cols = dt.dim(1), in = x.dim(1);
+  assert(x.dim(0) == rows && w.numel() == in * cols && num_elements(dx_shape) == rows * in);
+  prepare_output(dw, w.shape(), {&dt});
+  ops::matmul(oc, {in, cols, rows, true, false}, x, dt, nullptr, dw);
+  if (db != nullptr) {
+    assert(b != nullptr && b->numel() == cols);
+    prepare_output(*db, b->shape(), {&dt});
+    ops::sum_rows(oc, dt, *db);
+  }
+  if (dx != nullptr) {
+    prepare_output(*dx, dx_shape, {&dt});
+    ops::matmul(oc, {rows, in, cols, false, true}, dt, w, nullptr, *dx);
+  }
+}
+
+}  // namespace
+
+AttentionCore::AttentionCore(AttentionOptions options, std::string name)
+    : o_(std::move(options)), name_(std::move(name)) {
+  assert(o_.num_heads >= 1 && o_.key_dim >= 1 && o_.value_dim >= 0 && o_.output_dim >= 0);
+  assert(o_.dropout >= 0.0f && o_.dropout < 1.0f);
+  salt_ = hash64(name_, hash64("multi_head_attention"));
+  value_dim_ = o_.value_dim > 0 ? o_.value_dim : o_.key_dim;
+}
+
+Result<Shape> AttentionCore::build(const Shape& query, const Shape& key, const Shape& value) {
+  const std::pair<const char*, const Shape*> inputs[] = {{"query", &query}, {"key", &key}, {"value", &value}};
+  for (const auto& [what, s] : inputs) {
+    if (s->size() != 2) {
+      return config_error(fmt::format("multi_head_attention: the {} must be a sequence (time, features); got shape {}",
+                                      what, shape_str(*s)));
+    }
+  }
+  if (key[0] != value[0]) {
+    return config_error(fmt::format(
+        "multi_head_attention: key and value must have the same length (time steps); got key {} and value {}",
+        shape_str(key), shape_str(value)));
+  }
+  tq_ = query[0];
+  tk_ = key[0];
+  dq_ = query[1];
+  dk_ = key[1];
+  dv_ = value[1];
+  out_dim_ = o_.output_dim > 0 ? o_.output_dim : dq_;
+  return Shape{tq_, out_dim_};
+}
+
+std::vector<ParamSpec> AttentionCore::params() const {
+  const int64_t h = o_.num_heads, dk = o_.key_dim, dv = value_dim_;
+  std::vector<ParamSpec> p;
+  auto add = [&](const char* scope, Shape kernel, Shape bias) {
+    p.push_back({fmt::format("{}/kernel", scope), std::move(kernel), o_.kernel_init, true});
+    if (o_.use_bias) p.push_back({fmt::format("{}/bias", scope), std::move(bias), o_.bias_init, true});
+  };
+  add("query", {dq_, h, dk}, {h, dk});
+  add("key", {dk_, h, dk}, {h, dk});
+  add("value", {dv_, h, dv}, {h, dv});
+  add("attention_output", {h, dv, out_dim_}, {out_dim_});
+  return p;
+}
+
+uint64_t AttentionCore::mask_key(uint64_t seed, int64_t step) const { return dropout_key(seed, step, salt_); }
+
+AttentionCore::Dims AttentionCore::dims(int64_t batch) const {
+  return {batch, tq_, tk_, o_.num_heads, o_.key_dim, value_dim_, out_dim_};
+}
+
+// params: [query/kernel, query/bias, key/kernel, key/bias, value/kernel,
+// value/bias, attention_output/kernel, attention_output/bias], the biases
+// only with use_bias; kernel(i) / bias(i) index projection i of the four.
+void AttentionCore::forward(const ForwardContext& ctx, std::span<const Tensor> params, const Tensor& query,
+                            const Tensor& key, const Tensor& value, Tensor& y, LayerCache& cache) const {
+  assert(query.rank() == 3 && query.dim(1) == tq_ && query.dim(2) == dq_);
+  assert(key.rank() == 3 && key.dim(0) == query.dim(0) && key.dim(1) == tk_ && key.dim(2) == dk_);
+  assert(value.rank() == 3 && value.dim(0) == query.dim(0) && value.dim(1) == tk_ && value.dim(2) == dv_);
+  const Dims d = dims(query.dim(0));
+  const ops::Context& oc = *ctx.ops;
+  const size_t per = o_.use_bias ? 2 : 1;
+  auto kernel = [&](size_t i) -> const Tensor& { return params[i * per]; };
+  auto bias = [&](size_t i) { return o_.use_bias ? &params[i * per + 1] : nullptr; };
+  if (cache.saved.size() < kNumSlots) cache.saved.resize(kNumSlots);
+  cache.ints.assign(1, 0);
+
+  // The three projections, then head-major copies (the query scaled by 1/sqrt(Dk)).
+  Tensor& qt = keep(cache, kQTokens, {d.b * d.tq, d.h * d.dk}, query);
+  Tensor& kt = keep(cache, kKTokens, {d.b * d.tk, d.h * d.dk}, query);
+  Tensor& vt = keep(cache, kVTokens, {d.b * d.tk, d.h * d.dv}, query);
+  ops::matmul(oc, {d.b * d.tq, d.h * d.dk, dq_}, query, kernel(0), bias(0), qt);
+  ops::matmul(oc, {d.b * d.tk, d.h * d.dk, dk_}, key, kernel(1), bias(1), kt);
+  ops::matmul(oc, {d.b * d.tk, d.h * d.dv, dv_}, value, kernel(2), bias(2), vt);
+  Tensor& qh = keep(cache, kQHeads, {d.b, d.h, d.tq, d.dk}, query);
+  Tensor& kh = keep(cache, kKHeads, {d.b, d.h, d.tk, d.dk}, query);
+  Tensor& vh = keep(cache, kVHeads, {d.b, d.h, d.tk, d.dv}, query);
+  permute_heads(oc, qt, qh, d.b, d.tq, d.h, d.dk, 1.0f / std::sqrt(static_cast<float>(d.dk)), true);
+  permute_heads(oc, kt, kh, d.b, d.tk, d.h, d.dk, 1.0f, true);
+  permute_heads(oc, vt, vh, d.b, d.tk, d.h, d.dv, 1.0f, true);
+
+  // Scores and probabilities, per (example, head): P = softmax(Q K^T).
+  Tensor& p = keep(cache, kProbs, {d.b, d.h, d.tq, d.tk}, query);
+  ops::matmul(oc, batched(d.tq, d.tk, d.dk, false, true, d.b * d.h), qh, kh, nullptr, p);
+  softmax_rows(oc, p, d.tq, d.tk, o_.causal);
+  const Tensor* attn = &p;
+  if (ctx.training && o_.dropout > 0.0f) {
+    cache.ints[0] = 1;
+    Tensor& mask = keep(cache, kMask, p.shape(), query);
+    Tensor& dropped = keep(cache, kDropped, p.shape(), query);
+    const uint64_t key_bits = mask_key(ctx.seed, ctx.step);
+    const int64_t n = d.h * d.tq * d.tk;  // mask elements per example
+    ops::on_device(oc, "attention", {&p, &mask, &dropped}, [&] {
+      float* mp = f32(mask);
+      for (int64_t r = 0; r < d.b; ++r) {
+        dropout_mask(key_bits, static_cast<uint64_t>(ctx.example_offset + r), o_.dropout, mp + r * n, n);
+      }
+      const float* pp = f32(p);
+      float* dp = f32(dropped);
+      for (int64_t i = 0; i < d.b * n; ++i) dp[i] = pp[i] * mp[i];
+    });
+    attn = &dropped;
+  }
+
+  // Per-head outputs P V, back to (B*Tq, H*Dv), then the output projection.
+  Tensor& oh = keep(cache, kOHeads, {d.b, d.h, d.tq, d.dv}, query);
+  ops::matmul(oc, batched(d.tq, d.dv, d.tk, false, false, d.b * d.h), *attn, vh, nullptr, oh);
+  Tensor& ot = keep(cache, kOTokens, {d.b * d.tq, d.h * d.dv}, query);
+  permute_heads(oc, oh, ot, d.b, d.tq, d.h, d.dv, 1.0f, false);
+  prepare_output(y, {d.b, d.tq, d.out}, {&query, &key, &value});
+  ops::matmul(oc, {d.b * d.tq, d.out, d.h * d.dv}, ot, kernel(3), bias(3), y);
+
+  if (ctx.training) {  // backward's buffers, kept for the steps to come
+    keep(cache, kDOTokens, ot.shape(), query);
+    keep(cache, kDScores, p.shape(), query);
+    keep(cache, kDQHeads, qh.shape(), query);
+    keep(cache, kDKHeads, kh.shape(), query);
+    keep(cache, kDVHeads, vh.shape(), query);
+  }
+}
+
+void AttentionCore::backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
+                             const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& dy,
+                             Tensor* dquery, Tensor* dkey, Tensor* dvalue, const LayerCache& cache) const {
+  const Dims d = dims(query.dim(0));
+  assert(dy.rank() == 3 && dy.dim(0) == d.b && dy.dim(1) == d.tq && dy.dim(2) == d.out);
+  assert(cache.saved.size() >= kNumSlots && cache.ints.size() == 1);
+  const ops::Context& oc = *ctx.ops;
+  const Device& dev = dy.device();
+  const size_t per = o_.use_bias ? 2 : 1;
+  auto kernel = [&](size_t i) -> const Tensor& { return params[i * per]; };
+  auto bias = [&](size_t i) { return o_.use_bias ? &params[i * per + 1] : nullptr; };
+  auto dkernel = [&](size_t i) -> Tensor& { return grads[i * per]; };
+  auto dbias = [&](size_t i) { return o_.use_bias ? &grads[i * per + 1] : nullptr; };
+  const bool dropped = cache.ints[0] == 1;
+  const Tensor& p = cache.saved[kProbs];
+  const Tensor& attn = dropped ? cache.saved[kDropped] : p;
+  const int64_t heads = d.b * d.h;
+
+  // Output projection: y = O Wo + bo with O (B*Tq, H*Dv).
+  const Tensor dy2 = dy.reshaped({d.b * d.tq, d.out});
+  Tensor dot = scratch(cache, kDOTokens, {d.b * d.tq, d.h * d.dv}, dev);
+  const Tensor& ot = cache.saved[kOTokens];
+  projection_backward(oc, ot, dy2, kernel(3), bias(3), dkernel(3), dbias(3), &dot, ot.shape());
+  Tensor doh = scratch(cache, kOHeads, {d.b, d.h, d.tq, d.dv}, dev);
+  permute_heads(oc, dot, doh, d.b, d.tq, d.h, d.dv, 1.0f, true);
+
+  // O_h = P_h V_h: dP_h = dO_h V_h^T and dV_h = P_h^T dO_h (P after dropout).
+  Tensor ds = scratch(cache, kDScores, {d.b, d.h, d.tq, d.tk}, dev);
+  ops::matmul(oc, batched(d.tq, d.tk, d.dv, false, true, heads), doh, cache.saved[kVHeads], nullptr, ds);
+  Tensor dvh = scratch(cache, kDVHeads, {d.b, d.h, d.tk, d.dv}, dev);
+  ops::matmul(oc, batched(d.tk, d.dv, d.tq, true, false, heads), attn, doh, nullptr, dvh);
+  softmax_backward(oc, p, dropped ? &cache.saved[kMask] : nullptr, ds, d.tk);
+
+  // S_h = Qs_h K_h^T with Qs = Q / sqrt(Dk): dQs_h = dS_h K_h, dK_h = dS_h^T Qs_h.
+  Tensor dqh = scratch(cache, kDQHeads, {d.b, d.h, d.tq, d.dk}, dev);
+  ops::matmul(oc, batched(d.tq, d.dk, d.tk, false, false, heads), ds, cache.saved[kKHeads], nullptr, dqh);
+  Tensor dkh = scratch(cache, kDKHeads, {d.b, d.h, d.tk, d.dk}, dev);
+  ops::matmul(oc, batched(d.tk, d.dk, d.tq, true, false, heads), ds, cache.saved[kQHeads], nullptr, dkh);
+
+  // Back to token-major, then the three input projections.
+  Tensor dqt = scratch(cache, kQTokens, {d.b * d.tq, d.h * d.dk}, dev);
+  Tensor dkt = scratch(cache, kKTokens, {d.b * d.tk, d.h * d.dk}, dev);
+  Tensor dvt = scratch(cache, kVTokens, {d.b * d.tk, d.h * d.dv}, dev);
+  permute_heads(oc, dqh, dqt, d.b, d.tq, d.h, d.dk, 1.0f / std::sqrt(static_cast<float>(d.dk)), false);
+  permute_heads(oc, dkh, dkt, d.b, d.tk, d.h, d.dk, 1.0f, false);
+  permute_heads(oc, dvh, dvt, d.b, d.tk, d.h, d.dv, 1.0f, false);
+  projection_backward(oc, query.reshaped({d.b * d.tq, dq_}), dqt, kernel(0), bias(0), dkernel(0), dbias(0), dquery,
+                      query.shape());
+  // key/bias: adding q_i . b_k to every score of row i leaves the softmax
+  // unchanged, so its gradient is exactly zero (summing dK's rows would give
+  // rounding noise, which Adam would scale up to full-size steps).
+  projection_backward(oc, key.reshaped({d.b * d.tk, dk_}), dkt, kernel(1), nullptr, dkernel(1), nullptr, dkey,
+                      key.shape());
+  if (Tensor* db = dbias(1)) {
+    prepare_output(*db, params[1 * per + 1].shape(), {&dkt});
+    db->zero();
+  }
+  projection_backward(oc, value.reshaped({d.b * d.tk, dv_}), dvt, kernel(2), bias(2), dkernel(2), dbias(2), dvalue,
+                      value.shape());
+}
+
+MultiHeadAttention::MultiHeadAttention(AttentionOptions options, std::string name)
+    : core_(std::move(options), std::move(name)) {}
+
+Result<Shape> MultiHeadAttention::build(const Shape& input) {
+  if (input.size() != 2) {
+    return config_error(fmt::format(
+        "multi_head_attention expects a sequence input (time, features); got shape {}; add {{type: reshape, "
+        "target_shape: [time, features]}} before it",
+        shape_str(input)));
+  }
+  return core_.build(input, input, input);
+}
+
+void MultiHeadAttention::forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
+                                 LayerCache& cache) const {
+  if (cache.saved.size() < kLayerSlots) cache.saved.resize(kLayerSlots);
+  core_.forward(ctx, params, x, x, x, y, cache);
+  if (ctx.training) {
+    keep(cache, kDKeyInput, x.shape(), x);
+    keep(cache, kDValueInput, x.shape(), x);
+  }
+}
+
+void MultiHeadAttention::backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
+                                  const Tensor& x, const Tensor&, const Tensor& dy, Tensor* dx,
+                                  const LayerCache& cache) const {
+  if (dx == nullptr) {
+    core_.backward(ctx, params, grads, x, x, x, dy, nullptr, nullptr, nullptr, cache);
+    return;
+  }
+  Tensor dkey = scratch(cache, kDKeyInput, x.shape(), dy.device());
+  Tensor dvalue = scratch(cache, kDValueInput, x.shape(), dy.device());
+  core_.backward(ctx, params, grads, x, x, x, dy, dx, &dkey, &dvalue, cache);
+  // query = key = value = x: dx is the sum of the three.
+  ops::on_device(*ctx.ops, "attention", {dx, &dkey, &dvalue}, [&] {
+    float* out = f32(*dx);
+    const float* a = f32(dkey);
+    const float* b = f32(dvalue);
+    for (int64_t i = 0; i < dx->numel(); ++i) out[i] += a[i] + b[i];
+  });
+}
+
+}  // namespace dtrain
