@@ -106,7 +106,8 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
       report(layer.error().message);
       failed.insert(static_cast<int>(model->layers_.size()));
       spec_output[i] = static_cast<int>(model->layers_.size());
-      // A placeholder keeps the name resolvable; its shape is unknown.
+      // The error is reported and the model is not returned; the entry only
+      // keeps the name known, so layers reading it report nothing of their own.
       value_of[name] = spec_output[i];
       model->layers_.push_back({nullptr, name, place, model->variables_.size(), 0, {}, inputs});
       continue;
