@@ -31,7 +31,7 @@ struct Options {
 dtrain::DataSourceSpec make_spec(const Options& o) {
   dtrain::DataSourceSpec spec;
   spec.format = "tfrecord";
-  spec.files = o.files;
+  spec.files = {o.files};
   spec.compression = o.compression;
   dtrain::FeatureSpec image, label;
   image.name = o.image;

@@ -246,9 +246,11 @@ int run_validate(const Args& a) {
     auto job = load_job(path, options);
     std::string graph;
     if (job) {
-      // The model is built too: shape mistakes (conv2d on a flat input) show here.
+      // The model is built too: shape mistakes (conv2d on a flat input), and
+      // data whose shapes the job gives that do not fit it, show here.
       auto program = make_program(*job);
       if (!program) job = program.error();
+      else if (Status s = check_declared_data_shapes(*job, *program); !s) job = s.error();
       else graph = program->model->graph_summary();
     }
     if (!job) {

@@ -91,7 +91,8 @@ Json source_json(const DataSourceSpec& d) {
   if (!d.images.empty()) j["images"] = d.images;
   if (!d.labels.empty()) j["labels"] = d.labels;
   if (!d.path.empty()) j["path"] = d.path;
-  if (!d.files.empty()) j["files"] = d.files;
+  if (d.files.size() == 1) j["files"] = d.files[0];
+  else if (!d.files.empty()) j["files"] = d.files;
   j["compression"] = d.compression;
   j["on_error"] = d.on_error;
   Json features = Json::object();
@@ -106,6 +107,19 @@ Json source_json(const DataSourceSpec& d) {
   if (!d.label_feature.empty()) j["label_feature"] = d.label_feature;
   j["features_array"] = d.features_array;
   j["labels_array"] = d.labels_array;
+  // The sequence formats' options only for those formats (sequence_length has no default to print).
+  if (d.format == "text") {
+    j["unit"] = d.unit;
+    j["sequence_length"] = d.sequence_length;
+    j["stride"] = optional_json(d.stride);
+    j["holdout"] = d.holdout;
+    j["split"] = d.split;
+  }
+  if (d.format == "synthetic_sequence") {
+    const SyntheticSequenceSpec& q = d.synthetic_sequence;
+    j["synthetic_sequence"] = {{"task", q.task}, {"vocab_size", q.vocab_size}, {"sequence_length", q.sequence_length},
+                               {"num_examples", q.num_examples}, {"seed", q.seed}};
+  }
   add_stages_json(d, j);
   return j;
 }

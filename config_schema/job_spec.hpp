@@ -113,6 +113,15 @@ struct SyntheticSpec {
   uint64_t seed = 0;
 };
 
+// data.*.synthetic_sequence: a seeded sequence task (datasets/sequence_tasks.cpp).
+struct SyntheticSequenceSpec {
+  std::string task = "is_sorted";  // is_sorted | reverse
+  int64_t vocab_size = 16;         // tokens are ids 0 .. vocab_size-1
+  int64_t sequence_length = 16;
+  int64_t num_examples = 4096;
+  uint64_t seed = 0;
+};
+
 // One tf.Example feature of a tfrecord source (data.*.features.<name>).
 // The schema leaves the features mapping open; to_jobspec records a malformed
 // entry in `problem` and the tfrecord loader reports it as a kConfig error.
@@ -152,7 +161,7 @@ struct InterleaveSpec {
 
 struct DataSourceSpec {
   std::string where;        // "job.yaml:20:9" of this node
-  std::string format;       // idx | csv | synthetic | tfrecord | npy | npz
+  std::string format;       // idx | csv | synthetic | synthetic_sequence | tfrecord | npy | npz | text
   std::string images;       // idx: path (may be .gz); resolved relative to the job file
   std::string labels;       // idx
   std::string path;         // csv
@@ -161,14 +170,22 @@ struct DataSourceSpec {
   std::string label_column; // csv: name (with header) or index as a string; "" = last column
   std::vector<std::string> columns;  // csv feature columns; empty = all but the label
   std::vector<int64_t> feature_shape;  // csv: reshape of each row's features; empty = flat
-  std::string files;        // tfrecord: glob of files (sorted by name), resolved relative to the job file
+  // tfrecord, text: globs (or plain paths) resolved relative to the job file;
+  // read in the order given, each glob's matches sorted by name.
+  std::vector<std::string> files;
   std::string compression = "auto";  // tfrecord: none | gzip | auto (gzip magic bytes)
   std::string on_error = "fail";     // tfrecord: fail | skip (corrupt records)
   std::vector<FeatureSpec> features; // tfrecord: in the order written; all but the label are concatenated
   std::string label_feature;         // tfrecord: the feature that holds the label
   std::string features_array = "images";  // npz: array name of the features
   std::string labels_array = "labels";    // npz: array name of the labels
+  std::string unit = "char";           // text: char (UTF-8 characters) | byte
+  int64_t sequence_length = 0;         // text: tokens per example (0 = not given: an error for text)
+  std::optional<int64_t> stride;       // text: tokens between window starts; default sequence_length
+  double holdout = 0.0;                // text: fraction of the text, at its end, held out
+  std::string split = "train";         // text: train (the text before the held-out part) | holdout
   SyntheticSpec synthetic;
+  SyntheticSequenceSpec synthetic_sequence;
   int64_t batch_size = 32;
   std::optional<int64_t> batch_size_per_replica;
   int64_t shuffle = 0;      // shuffle buffer size; 0 = no shuffling

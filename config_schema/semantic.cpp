@@ -88,13 +88,30 @@ void check_devices(const Node& root, std::vector<Issue>& out) {
                    "given together with a devices list; expected only one of devices, num_gpus"});
 }
 
+// A text source's split: holdout reads the held-out part, so holdout must be given.
+void check_text_split(const Node* source, const std::string& path, std::vector<Issue>& out) {
+  if (source == nullptr) return;
+  const Node* split = source->find("split");
+  if (!given(split) || value_type(*split) != ValueType::kString || split->text != "holdout") return;
+  const Node* holdout = source->find("holdout");
+  const bool positive = given(holdout) &&
+                        (value_type(*holdout) == ValueType::kNumber || value_type(*holdout) == ValueType::kInteger) &&
+                        as_number(*holdout) > 0;
+  if (!positive)
+    out.push_back({split->loc, child_path(path, "split"),
+                   "holdout reads the held-out end of the text, but holdout is not above 0; expected holdout: a "
+                   "fraction such as 0.1 beside it"});
+}
+
 }  // namespace
 
 std::vector<Issue> semantic_checks(const Node& root) {
   std::vector<Issue> out;
   check_schedule(root, out);
-  for (const char* role : {"train", "eval", "predict"})
+  for (const char* role : {"train", "eval", "predict"}) {
     check_exclusive(at(root, {"data", role}), child_path("data", role), "batch_size", "batch_size_per_replica", out);
+    check_text_split(at(root, {"data", role}), child_path("data", role), out);
+  }
   check_exclusive(root.find("run"), "run", "save_checkpoints_steps", "save_checkpoints_secs", out);
   check_layer_names(root, out);
   check_devices(root, out);

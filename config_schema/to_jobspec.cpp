@@ -277,14 +277,29 @@ DataSourceSpec read_source(const Node& node, bool repeat_default, const std::str
   s.read("label_column", d.label_column);
   s.read("columns", d.columns);
   s.read("feature_shape", d.feature_shape);
-  s.read("files", d.files);
-  if (!d.files.empty()) d.files = resolve_data_path(base_dir, d.files);
+  if (const Node* files = s.get("files")) {
+    // A glob or a list of globs.
+    if (files->is_sequence()) s.read("files", d.files);
+    else d.files = {files->text};
+    for (std::string& f : d.files) f = resolve_data_path(base_dir, f);
+  }
   s.read("compression", d.compression);
   s.read("on_error", d.on_error);
   d.features = read_features(s.get("features"));
   s.read("label_feature", d.label_feature);
   s.read("features_array", d.features_array);
   s.read("labels_array", d.labels_array);
+  s.read("unit", d.unit);
+  s.read("sequence_length", d.sequence_length);
+  s.read("stride", d.stride);
+  s.read("holdout", d.holdout);
+  s.read("split", d.split);
+  const Section seq = s.sub("synthetic_sequence");
+  seq.read("task", d.synthetic_sequence.task);
+  seq.read("vocab_size", d.synthetic_sequence.vocab_size);
+  seq.read("sequence_length", d.synthetic_sequence.sequence_length);
+  seq.read("num_examples", d.synthetic_sequence.num_examples);
+  seq.read("seed", d.synthetic_sequence.seed);
   const Section syn = s.sub("synthetic");
   syn.read("num_examples", d.synthetic.num_examples);
   syn.read("shape", d.synthetic.shape);

@@ -39,4 +39,20 @@ Result<std::vector<std::string>> glob_files(const std::string& pattern) {
   return out;
 }
 
+Result<std::vector<std::string>> glob_files(const std::vector<std::string>& patterns) {
+  std::vector<std::string> out;
+  for (const std::string& pattern : patterns) {
+    auto files = glob_files(pattern);
+    if (!files) return files.error();
+    out.insert(out.end(), files->begin(), files->end());
+  }
+  return out;
+}
+
+std::string patterns_text(const std::vector<std::string>& patterns) {
+  std::string out;
+  for (const std::string& p : patterns) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
 }  // namespace dtrain

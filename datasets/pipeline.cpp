@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <utility>
 
@@ -101,8 +102,9 @@ class PipelineInput final : public Input {
     Shape fshape = source_->feature_shape(), lshape = map_.label_shape();
     fshape.insert(fshape.begin(), b);
     lshape.insert(lshape.begin(), b);
-    Batch out{Tensor(fshape), Tensor(lshape), ids};
-    const int64_t frow = num_elements(source_->feature_shape()), lrow = num_elements(map_.label_shape());
+    Batch out{Tensor::zeros(fshape, source_->feature_dtype(), kHost), Tensor(lshape), ids};
+    const auto frow_bytes = static_cast<size_t>(num_elements(source_->feature_shape())) * dtype_size(out.features.dtype());
+    const int64_t lrow = num_elements(map_.label_shape());
     std::vector<Status> status(static_cast<size_t>(chunks));
     pool_->run(chunks, [&](int c) {
       const int64_t lo = b * c / chunks, hi = b * (c + 1) / chunks;
@@ -113,7 +115,8 @@ class PipelineInput final : public Input {
           status[static_cast<size_t>(c)] = part.error();
           return;
         }
-        std::copy_n(part->features.data(), (hi - lo) * frow, out.features.data() + lo * frow);
+        std::memcpy(static_cast<char*>(out.features.raw()) + static_cast<size_t>(lo) * frow_bytes, part->features.raw(),
+                    static_cast<size_t>(hi - lo) * frow_bytes);
         std::copy_n(part->labels.data(), (hi - lo) * lrow, out.labels.data() + lo * lrow);
       } catch (const ErrorException& e) {
         status[static_cast<size_t>(c)] = e.error;
@@ -203,6 +206,9 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
   parts.map = std::move(map.value());
   parts.threads = MapPool::resolve_threads(spec.num_parallel_calls);
   parts.description = shard_description(*shard, options, taken);
+  if (const std::string summary = source->summary(); !summary.empty()) {
+    parts.description = options.name + ": " + summary + (parts.description.empty() ? "" : "; ") + parts.description;
+  }
   if (spec.num_parallel_calls == 0) {
     parts.description += fmt::format("{}{}: num_parallel_calls auto: {} thread{}", parts.description.empty() ? "" : "; ",
                                      options.name, parts.threads, parts.threads == 1 ? "" : "s");
@@ -232,7 +238,7 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
 Result<std::unique_ptr<Input>> make_input(const DataSourceSpec& spec, const InputOptions& options) {
   // Spec mistakes are reported before reading any data.
   if (Status s = check_stages(spec, options); !s) return s.error();
-  auto source = load_source(spec, SourceContext{options.base_dir, message_prefix(spec, options)});
+  auto source = load_source(spec, SourceContext{options.base_dir, message_prefix(spec, options), options.vocabulary});
   if (!source) return source.error();
   return make_pipeline(std::move(source.value()), spec, options);
 }

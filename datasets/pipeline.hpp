@@ -1,5 +1,5 @@
 // Builds the input pipeline a DataSourceSpec describes:
-//   source (idx | csv | synthetic) -> skip/take -> shuffle -> repeat -> batch
+//   source (idx | csv | synthetic | text | ...) -> skip/take -> shuffle -> repeat -> batch
 //   -> scale -> prefetch (background thread).
 #pragma once
 
@@ -13,6 +13,8 @@
 
 namespace dtrain {
 
+class TextVocabulary;
+
 struct InputOptions {
   std::string base_dir;        // relative paths in the spec resolve against it
   int64_t global_batch = 0;    // batch size of one step (resolved by the caller)
@@ -20,6 +22,9 @@ struct InputOptions {
   std::string name = "data";   // the spec's key in the job ("data.train"), for messages
   int num_workers = 1;         // workers reading this input together (spec.shard splits the examples)
   int worker_index = 0;        // this worker, in [0, num_workers)
+  // Text sources: the vocabulary giving token ids (the one saved with the
+  // model); null: a text source builds one from its own files.
+  std::shared_ptr<const TextVocabulary> vocabulary = nullptr;
 };
 
 // Loads the source (reading whole files: MNIST-sized data fits in memory) and

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "datasets/npy_source.hpp"
+#include "datasets/text_source.hpp"
 #include "datasets/tfrecord_source.hpp"
 
 namespace dtrain {
@@ -18,16 +19,20 @@ namespace {
 struct SourceFormat {
   const char* name;
   Result<SourcePtr> (*load)(const DataSourceSpec&, const SourceContext&);
+  // The shapes the spec alone gives; nullptr when they come from the files.
+  std::optional<ExampleShapes> (*shapes)(const DataSourceSpec&);
 };
 
 // One row per format; the only place a format name is looked up.
 constexpr SourceFormat kSourceFormats[] = {
-    {"idx", &load_idx_source},
-    {"csv", &load_csv_source},
-    {"synthetic", &make_synthetic_source},
-    {"tfrecord", &load_tfrecord_source},
-    {"npy", &load_npy_source},
-    {"npz", &load_npz_source},
+    {"idx", &load_idx_source, nullptr},
+    {"csv", &load_csv_source, nullptr},
+    {"synthetic", &make_synthetic_source, &synthetic_shapes},
+    {"synthetic_sequence", &make_sequence_task_source, &sequence_task_shapes},
+    {"tfrecord", &load_tfrecord_source, nullptr},
+    {"npy", &load_npy_source, nullptr},
+    {"npz", &load_npz_source, nullptr},
+    {"text", &load_text_source, &text_shapes},
 };
 
 class TensorSource final : public ExampleSource {
@@ -77,6 +82,13 @@ Result<SourcePtr> load_source(const DataSourceSpec& spec, const SourceContext& c
     known += known.empty() ? f.name : std::string(", ") + f.name;
   }
   return config_error(ctx.prefix + "format \"" + spec.format + "\" is not one of " + known);
+}
+
+std::optional<ExampleShapes> declared_shapes(const DataSourceSpec& spec) {
+  for (const SourceFormat& f : kSourceFormats) {
+    if (spec.format == f.name) return f.shapes == nullptr ? std::nullopt : f.shapes(spec);
+  }
+  return std::nullopt;
 }
 
 std::string resolve_source_path(const std::string& path, const std::string& base_dir) {

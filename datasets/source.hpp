@@ -1,15 +1,18 @@
-// In-memory example sources (idx, csv, synthetic): a whole data set loaded once,
-// from which the pipeline gathers batches by example index.
+// Example sources (idx, csv, synthetic, text, ...): a whole data set loaded
+// once (or, for synthetic_sequence, computed per example), from which the
+// pipeline gathers batches by example index.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config_schema/job_spec.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/pipeline.hpp"
+#include "datasets/text_vocab.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -33,6 +36,12 @@ class ExampleSource {
   // with 0 (file f holds examples file_starts()[f] .. the next start - 1, the
   // last file up to size() - 1). Used by file sharding and interleave.
   virtual std::vector<int64_t> file_starts() const { return {0}; }
+  // The element type of gather()'s features: float32, or kTokenDType
+  // (datasets/token_ids.hpp) for sources of token ids.
+  virtual DType feature_dtype() const { return DType::f32; }
+  // What the source found that start-up should print (the text source's
+  // vocabulary and unigram entropy); "" when nothing.
+  virtual std::string summary() const { return ""; }
 };
 
 using SourcePtr = std::shared_ptr<const ExampleSource>;
@@ -40,6 +49,7 @@ using SourcePtr = std::shared_ptr<const ExampleSource>;
 struct SourceContext {
   std::string base_dir;  // relative paths in the spec resolve against it
   std::string prefix;    // starts kConfig messages: "job.yaml:20:9: data.train: "
+  VocabularyPtr vocabulary = nullptr;  // text: the token ids to use (null: built from the source's files)
 };
 
 // Loaders, one per format (one file each). Malformed files give kData errors
@@ -48,10 +58,26 @@ struct SourceContext {
 Result<SourcePtr> load_idx_source(const DataSourceSpec& spec, const SourceContext& ctx);
 Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContext& ctx);
 Result<SourcePtr> make_synthetic_source(const DataSourceSpec& spec, const SourceContext& ctx);
+Result<SourcePtr> make_sequence_task_source(const DataSourceSpec& spec, const SourceContext& ctx);
 
-// The one table from format name to loader: "idx", "csv", "synthetic".
+// The one table from format name to loader: "idx", "csv", "synthetic",
+// "synthetic_sequence", "tfrecord", "npy", "npz", "text".
 // Unknown formats give a kConfig error listing the known ones.
 Result<SourcePtr> load_source(const DataSourceSpec& spec, const SourceContext& ctx);
+
+// One example's feature and label shapes (without batch).
+struct ExampleShapes {
+  Shape features, labels;
+};
+
+// The shapes of the examples of `spec` when the spec alone gives them
+// (formats synthetic, synthetic_sequence, text), without reading any data;
+// nullopt for formats whose shapes come from their files, and for a spec
+// whose loader would reject it anyway (it reports why).
+std::optional<ExampleShapes> declared_shapes(const DataSourceSpec& spec);
+std::optional<ExampleShapes> synthetic_shapes(const DataSourceSpec& spec);
+std::optional<ExampleShapes> sequence_task_shapes(const DataSourceSpec& spec);
+std::optional<ExampleShapes> text_shapes(const DataSourceSpec& spec);
 
 // `path` if absolute or `base_dir` is empty, else base_dir/path.
 std::string resolve_source_path(const std::string& path, const std::string& base_dir);

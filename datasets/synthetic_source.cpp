@@ -17,6 +17,10 @@ constexpr uint64_t kFeatureStream = 0;  // element i*D + j: feature j of example
 constexpr uint64_t kWeightStream = 1;   // element j*C + c: weight of feature j for class c
 }  // namespace
 
+std::optional<ExampleShapes> synthetic_shapes(const DataSourceSpec& spec) {
+  return ExampleShapes{spec.synthetic.shape, {}};
+}
+
 Result<SourcePtr> make_synthetic_source(const DataSourceSpec& spec, const SourceContext& ctx) {
   const SyntheticSpec& s = spec.synthetic;
   if (s.num_examples <= 0) return config_error(fmt::format("{}synthetic.num_examples must be positive, got {}", ctx.prefix, s.num_examples));

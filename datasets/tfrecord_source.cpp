@@ -27,7 +27,9 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
   }
   auto layout = make_example_layout(spec, ctx.prefix);
   if (!layout) return layout.error();
-  auto files = glob_files(resolve_source_path(spec.files, ctx.base_dir));
+  std::vector<std::string> patterns;
+  for (const std::string& p : spec.files) patterns.push_back(resolve_source_path(p, ctx.base_dir));
+  auto files = glob_files(patterns);
   if (!files) return files.error();
 
   const auto frow = static_cast<size_t>(num_elements(layout->feature_shape));
@@ -75,11 +77,12 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
     if (first_error) return *first_error;
     rows += n;
   }
-  if (rows == 0) return data_error(spec.files + ": no records in " + std::to_string(files->size()) + " file(s)");
+  const std::string name = patterns_text(spec.files);
+  if (rows == 0) return data_error(name + ": no records in " + std::to_string(files->size()) + " file(s)");
   Shape fshape{rows}, lshape{rows};
   fshape.insert(fshape.end(), layout->feature_shape.begin(), layout->feature_shape.end());
   lshape.insert(lshape.end(), layout->label_shape.begin(), layout->label_shape.end());
-  load.source = make_tensor_source(Tensor::from(fshape, features), Tensor::from(lshape, labels), spec.files,
+  load.source = make_tensor_source(Tensor::from(fshape, features), Tensor::from(lshape, labels), name,
                                    std::move(file_starts));
   return load;
 }

@@ -1,4 +1,4 @@
-// The tfrecord source: tf.Example records from the files of a glob (sorted),
+// The tfrecord source: tf.Example records from the files of the globs (each sorted),
 // GZIP or not, decoded by the job's feature spec into an in-memory source.
 #pragma once
 
@@ -15,7 +15,7 @@ struct TfRecordLoad {
   std::vector<std::string> problems;  // what was skipped, one message per skip
 };
 
-// Loads every record of every file matching spec.files, in file order then
+// Loads every record of every file matching spec.files (globs), in file order then
 // record order (example i is the i-th good record); the source's
 // file_starts() marks where each file (with any good record) begins. Errors: kConfig (prefixed
 // ctx.prefix) for a bad compression/on_error/feature spec; kData for missing

@@ -8,12 +8,32 @@
 #include <filesystem>
 #include <fstream>
 
+#include "datasets/source.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/version.hpp"
 
 namespace dtrain {
 
 namespace fs = std::filesystem;
+
+Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
+  const std::pair<const char*, const std::optional<DataSourceSpec>*> roles[] = {{"train", &job.data.train},
+                                                                               {"eval", &job.data.eval}};
+  for (const auto& [role, spec] : roles) {
+    if (!*spec) continue;
+    const auto shapes = declared_shapes(**spec);
+    if (!shapes) continue;
+    const std::string prefix = ((*spec)->where.empty() ? "" : (*spec)->where + ": ") + "data." + role + ": ";
+    if (shapes->features != program.model->input_shape()) {
+      return config_error(fmt::format("{}examples have shape {} but model.input.shape is {}", prefix,
+                                      shape_str(shapes->features), shape_str(program.model->input_shape())));
+    }
+    if (Status s = program.loss->check_shapes(program.model->output_shape(), shapes->labels); !s) {
+      return config_error(prefix + s.error().message);
+    }
+  }
+  return Status::Ok();
+}
 
 Estimator::Estimator(const JobSpec& job, const EstimatorOptions& options)
     : job_(job), options_(options), log_(options.log_format, options.log) {}
@@ -30,6 +50,7 @@ Status Estimator::setup() {
   auto program = make_program(job_);
   if (!program) return program.error();
   program_ = std::move(*program);
+  if (Status s = check_declared_data_shapes(job_, program_); !s) return s;
   auto strategy = make_strategy(job_, program_, options_.cluster);
   if (!strategy) return strategy.error();
   strategy_ = std::move(*strategy);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config_schema/job_spec.hpp"
+#include "datasets/text_vocab.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/summary_writer.hpp"
 #include "engine/status.hpp"
@@ -34,6 +35,17 @@ struct EvalResult {
   std::vector<std::pair<std::string, double>> metrics;  // "loss" first, then job's metrics
   std::string checkpoint;
 };
+
+// Where the vocabulary of text data is kept: model_dir/vocab.json.
+std::string vocabulary_path(const JobSpec& job);
+
+// The shapes of data.train and data.eval that the job alone gives (formats
+// synthetic, synthetic_sequence, text) against the model's input shape and
+// its loss: a kConfig error at the data source's place, e.g.
+// "job.yaml:20:9: data.train: sparse_softmax_cross_entropy: labels [64] do not
+// fit model output [10]: ...". Run when the job loads, before any data is
+// read; other formats are checked when their files are read.
+Status check_declared_data_shapes(const JobSpec& job, const Program& program);
 
 class Estimator {
  public:
@@ -72,6 +84,17 @@ class Estimator {
   // [0, classes).
   Status check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const;
   Result<int64_t> global_batch(const DataSourceSpec& d, const char* role) const;
+  // Text data (estimator/vocabulary.cpp). Training: builds vocabulary_ from
+  // data.train's files and checks that the model's output has a class for
+  // each id; the chief then saves it to vocabulary_path() or, when a saved
+  // one exists, requires it to be the same (kConfig errors otherwise).
+  Status prepare_training_vocabulary(bool chief);
+  // Evaluation: vocabulary_, else the saved one, else one built from data.train.
+  Result<VocabularyPtr> evaluation_vocabulary();
+  // data.eval's unit against vocabulary_'s (kConfig error).
+  Status check_vocabulary_units() const;
+  // Every id of vocabulary_ is a class of the model output (kConfig error).
+  Status check_vocabulary_fits_model(const DataSourceSpec& spec, const char* role) const;
 
   JobSpec job_;
   EstimatorOptions options_;
@@ -81,6 +104,7 @@ class Estimator {
   int64_t global_step_ = 0;
   int64_t restored_input_position_ = 0;
   std::string last_checkpoint_;
+  VocabularyPtr vocabulary_;  // of text data; null until needed
   std::unique_ptr<SummaryWriter> train_writer_, eval_writer_;
 };
 

@@ -27,7 +27,14 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   const DataSourceSpec& spec = *job_.data.eval;
   auto batch = global_batch(spec, "eval");
   if (!batch) return batch.error();
-  auto input = make_input(spec, {job_.base_dir, *batch, job_.run.seed, "data.eval"});
+  InputOptions input_options{job_.base_dir, *batch, job_.run.seed, "data.eval"};
+  if (spec.format == "text") {
+    auto vocabulary = evaluation_vocabulary();
+    if (!vocabulary) return vocabulary.error();
+    if (Status s = check_vocabulary_fits_model(spec, "eval"); !s) return s.error();
+    input_options.vocabulary = *vocabulary;
+  }
+  auto input = make_input(spec, input_options);
   if (!input) return input.error();
   if ((*input)->feature_shape() != program_.model->input_shape()) {
     return config_error(fmt::format("{}: data.eval: examples have shape {} but model.input.shape is {}", spec.where,

@@ -51,6 +51,9 @@ Status Estimator::train(bool evaluate_during) {
     if (Status s = write_text_file(fs::path(run.model_dir) / "job.resolved.yaml", job_.resolved_yaml); !s) return s;
   }
 
+  // Token ids of text data never change under a model: checked before anything is restored.
+  if (Status s = prepare_training_vocabulary(chief); !s) return s;
+
   if (auto latest = chief ? latest_checkpoint(run.model_dir) : std::nullopt) {
     auto ckpt = read_compatible_checkpoint(*latest);
     if (!ckpt) return ckpt.error();
@@ -77,6 +80,7 @@ Status Estimator::train(bool evaluate_during) {
   InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
   input_options.num_workers = strategy_->num_workers();
   input_options.worker_index = strategy_->worker_index();
+  input_options.vocabulary = vocabulary_;
   auto input = make_input(train_spec, input_options);
   if (!input) return input.error();
   if ((*input)->feature_shape() != program_.model->input_shape()) {

@@ -9,14 +9,20 @@ namespace dtrain {
 
 Status check_labels(const Tensor& labels, const Shape& output) {
   const int64_t classes = output.empty() ? 1 : output.back();
+  const int64_t b = labels.rank() == 0 ? 1 : labels.dim(0);
+  const int64_t per_example = b == 0 ? 1 : labels.numel() / b;
+  auto where = [&](int64_t i) {
+    return per_example == 1 ? fmt::format("example {}", i)
+                            : fmt::format("example {}, position {}", i / per_example, i % per_example);
+  };
   const float* y = labels.data();
   for (int64_t i = 0; i < labels.numel(); ++i) {
     const float v = y[i];
     if (!std::isfinite(v) || v != std::floor(v)) {
-      return data_error(fmt::format("label {} at example {} is not an integer class id", v, i));
+      return data_error(fmt::format("label {} at {} is not an integer class id", v, where(i)));
     }
     if (v < 0.0f || v >= static_cast<float>(classes)) {
-      return data_error(fmt::format("label {} at example {} is out of range for {} classes", v, i, classes));
+      return data_error(fmt::format("label {} at {} is out of range for {} classes", v, where(i), classes));
     }
   }
   return Status::Ok();

@@ -17,12 +17,14 @@ class Loss {
   virtual ~Loss() = default;
   virtual std::string name() const = 0;
   // Shapes without the batch dimension. Returns a user-facing error such as
-  // "sparse_softmax_cross_entropy needs model output (classes) and labels (); got ...".
+  // "sparse_softmax_cross_entropy: labels [3] do not fit model output [4, 5]: ...".
   virtual Status check_shapes(const Shape& output, const Shape& label) const = 0;
-  // logits: (B, out...) model output; labels: (B) class ids (as floats) for the
-  // sparse loss, else (B, out...) targets. Returns sum over the B examples of
-  // the per-example loss (per-example = mean over non-batch elements for
-  // sigmoid_cross_entropy and mean_squared_error, as Keras). When dlogits is
+  // logits: (B, out...) model output; labels: (B, out... without the last
+  // (classes) dimension) class ids (as floats) for the sparse loss, else
+  // (B, out...) targets. Returns sum over the B examples of the per-example
+  // loss (per-example = mean over non-batch elements for
+  // sigmoid_cross_entropy and mean_squared_error, as Keras, and mean over
+  // positions for sparse_softmax_cross_entropy on (B, T..., C)). When dlogits is
   // non-null it is (re)allocated to logits' shape and set to
   // grad_scale * d(sum)/d(logits).
   // Every tensor lives on ctx.device; dlogits is (re)allocated there. The

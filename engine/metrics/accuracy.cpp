@@ -1,7 +1,7 @@
 // accuracy: fraction of correct class ids (softmax losses: argmax of logits
-// against the label or argmax of the target) or of correct elementwise
-// decisions (sigmoid: logit > 0, i.e. sigmoid > 0.5, against target > 0.5).
-// State: [correct, count].
+// against the label or argmax of the target, over every position of (B, P...,
+// C) logits) or of correct elementwise decisions (sigmoid: logit > 0, i.e.
+// sigmoid > 0.5, against target > 0.5). State: [correct, count].
 #include <cassert>
 
 #include "engine/metrics/metric_impls.hpp"
@@ -17,19 +17,19 @@ class Accuracy final : public Metric {
 
   void update(const Tensor& logits, const Tensor& labels, double, std::span<double> state) const override {
     assert(state.size() == 2);
-    const int64_t b = logits.dim(0);
-    const int64_t c = per_example(logits);
+    const int64_t c = classes(logits);
+    const int64_t rows = c == 0 ? 0 : logits.numel() / c;  // B x positions
     const float* x = logits.data();
     const float* y = labels.data();
     double correct = 0.0, count = 0.0;
     switch (loss_) {
       case LossKind::kSparseSoftmaxCrossEntropy:
-        for (int64_t i = 0; i < b; ++i) correct += static_cast<float>(argmax_row(x + i * c, c)) == y[i] ? 1.0 : 0.0;
-        count = static_cast<double>(b);
+        for (int64_t i = 0; i < rows; ++i) correct += static_cast<float>(argmax_row(x + i * c, c)) == y[i] ? 1.0 : 0.0;
+        count = static_cast<double>(rows);
         break;
       case LossKind::kSoftmaxCrossEntropy:
-        for (int64_t i = 0; i < b; ++i) correct += argmax_row(x + i * c, c) == argmax_row(y + i * c, c) ? 1.0 : 0.0;
-        count = static_cast<double>(b);
+        for (int64_t i = 0; i < rows; ++i) correct += argmax_row(x + i * c, c) == argmax_row(y + i * c, c) ? 1.0 : 0.0;
+        count = static_cast<double>(rows);
         break;
       case LossKind::kSigmoidCrossEntropy:
         for (int64_t j = 0; j < logits.numel(); ++j) correct += (x[j] > 0.0f) == (y[j] > 0.5f) ? 1.0 : 0.0;

@@ -26,10 +26,13 @@ inline int64_t argmax_row(const float* x, int64_t c) {
   return best;
 }
 
-// Number of classes (softmax losses) or elements per example (others).
+// Elements per example.
 inline int64_t per_example(const Tensor& logits) {
   return logits.dim(0) == 0 ? 0 : logits.numel() / logits.dim(0);
 }
+
+// Number of classes of softmax logits (B, P..., C): the last dimension.
+inline int64_t classes(const Tensor& logits) { return logits.rank() < 2 ? 1 : logits.dim(-1); }
 
 // a / b, or 0 when b == 0 (Keras' div_no_nan for an empty metric).
 inline double ratio_or_zero(double a, double b) { return b == 0.0 ? 0.0 : a / b; }

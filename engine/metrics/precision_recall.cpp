@@ -1,5 +1,5 @@
 // precision and recall from true-positive / false-positive / false-negative
-// counts. sigmoid_cross_entropy: every output element is one binary decision
+// counts (softmax losses: one decision per position of (B, P..., C) logits). sigmoid_cross_entropy: every output element is one binary decision
 // (logit > 0, i.e. sigmoid > 0.5, against target > 0.5), counts pooled over
 // elements (Keras' Precision/Recall; for one output unit this is plain binary
 // precision/recall); state [tp, fp, fn]. Softmax losses: per-class counts of
@@ -43,10 +43,10 @@ class PrecisionRecall final : public Metric {
       state[2] += fn;
       return;
     }
-    const int64_t b = logits.dim(0);
-    const int64_t c = per_example(logits);
+    const int64_t c = classes(logits);
+    const int64_t rows = c == 0 ? 0 : logits.numel() / c;  // B x positions: each one decision
     assert(state.size() == 3 * static_cast<size_t>(c));
-    for (int64_t i = 0; i < b; ++i) {
+    for (int64_t i = 0; i < rows; ++i) {
       const int64_t predicted = argmax_row(x + i * c, c);
       int64_t actual = 0;
       if (loss_ == LossKind::kSparseSoftmaxCrossEntropy) {

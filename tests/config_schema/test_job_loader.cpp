@@ -234,6 +234,48 @@ TEST_CASE("job_loader: the resolved YAML loads back to the same job") {
   }
 }
 
+// The sequence formats: text (files as a glob or a list, resolved against the
+// job file's directory; its options) and synthetic_sequence; their options
+// appear in the resolved YAML of those formats only, and it loads back.
+TEST_CASE("job_loader: text and synthetic_sequence sources") {
+  const JobSpec job = load_ok(std::string(kMinimalJob) +
+                              "data:\n"
+                              "  train: {format: text, files: [corpus/*.txt, /abs/extra.txt], unit: byte,\n"
+                              "          sequence_length: 64, stride: 16, holdout: 0.25}\n"
+                              "  eval: {format: text, files: corpus/*.txt, sequence_length: 64, holdout: 0.25, "
+                              "split: holdout}\n"
+                              "  predict: {format: synthetic_sequence, synthetic_sequence: {task: reverse, "
+                              "vocab_size: 7, sequence_length: 9, num_examples: 11, seed: 5}}\n");
+  const DataSourceSpec& t = *job.data.train;
+  CHECK(t.files == std::vector<std::string>{"/data/jobs/corpus/*.txt", "/abs/extra.txt"});
+  CHECK(t.unit == "byte");
+  CHECK(t.sequence_length == 64);
+  CHECK(t.stride == std::optional<int64_t>(16));
+  CHECK(t.holdout == 0.25);
+  CHECK(t.split == "train");
+  const DataSourceSpec& e = *job.data.eval;
+  CHECK(e.files == std::vector<std::string>{"/data/jobs/corpus/*.txt"});
+  CHECK(e.unit == "char");
+  CHECK_FALSE(e.stride.has_value());
+  CHECK(e.split == "holdout");
+  const SyntheticSequenceSpec& q = job.data.predict->synthetic_sequence;
+  CHECK(q.task == "reverse");
+  CHECK(q.vocab_size == 7);
+  CHECK(q.sequence_length == 9);
+  CHECK(q.num_examples == 11);
+  CHECK(q.seed == 5);
+  const std::string& yaml = job.resolved_yaml;
+  CHECK(yaml.find("    files: [\"/data/jobs/corpus/*.txt\", /abs/extra.txt]\n") != std::string::npos);
+  CHECK(yaml.find("    files: \"/data/jobs/corpus/*.txt\"\n") != std::string::npos);
+  CHECK(yaml.find("    unit: byte\n    sequence_length: 64\n    stride: 16\n    holdout: 0.25\n    split: train\n") !=
+        std::string::npos);
+  CHECK(yaml.find("    synthetic_sequence:\n      task: reverse\n") != std::string::npos);
+  const JobSpec again = load_ok(yaml);
+  CHECK(again.resolved_yaml == yaml);
+  // Other formats show none of these options.
+  CHECK(load_ok(kMinimalJob).resolved_yaml.find("sequence_length") == std::string::npos);
+}
+
 TEST_CASE("job_loader: the resolved YAML of a minimal job, with every default") {
   const JobSpec job = load_ok(std::string(kMinimalJob) + "data:\n  train: {format: idx, images: a.gz, labels: b.gz}\n");
   CHECK(job.resolved_yaml == R"(model:

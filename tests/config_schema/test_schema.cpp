@@ -128,6 +128,23 @@ TEST_CASE("schema: defaults agree with what the loader fills in (job_spec.hpp)")
   CHECK(resolved["model"]["layers"][1]["strides"] == Json::array({2, 2}));
 }
 
+TEST_CASE("schema: the defaults of the sequence formats agree with what the loader fills in") {
+  Result<JobSpec> job = testing::load_text(
+      "model:\n  input: {shape: [4]}\n  layers:\n    - {type: dense, units: 1}\n"
+      "data: {train: {format: text, files: a.txt, sequence_length: 4}, eval: {format: synthetic_sequence}}\n");
+  REQUIRE_MESSAGE(job.ok(), job.error().message);
+  const OrderedJson resolved = resolved_json(job.value());
+  const Json source = job_schema()["$defs"]["data_source"];
+  for (const char* role : {"train", "eval"}) {
+    INFO(role);
+    const Json value = resolved["data"][role];
+    CHECK(value.contains(std::string(role) == "train" ? "unit" : "synthetic_sequence"));
+    // Given in the job above: files, sequence_length; computed: eval's repeat.
+    check_defaults(value, source, std::string(".data.") + role,
+                   {".data.train.files", ".data.train.sequence_length", ".data.eval.repeat"});
+  }
+}
+
 TEST_CASE("schema: describing what a field expects") {
   const Json& root = job_schema();
   auto expect = [&](const char* pointer) { return describe_expected(root, root.at(Json::json_pointer(pointer))); };

@@ -132,13 +132,31 @@ TEST_CASE("validate: devices, cluster addresses and the data formats") {
   CHECK(load_error(with("data: {eval: {format: csv}}\n")) ==
         "job.yaml:5:14: data.eval.path: required key is missing (needed when format is csv); expected a non-empty string");
   CHECK(load_error(with("data: {train: {format: parquet}}\n")) ==
-        "job.yaml:5:24: data.train.format: \"parquet\" is not one of idx, csv, synthetic, tfrecord, npy, npz");
+        "job.yaml:5:24: data.train.format: \"parquet\" is not one of idx, csv, synthetic, synthetic_sequence, tfrecord, "
+        "npy, npz, text");
   CHECK(load_error(with("data: {train: {format: npy}}\n")) ==
         "job.yaml:5:15: data.train.images: required key is missing (needed when format is npy); expected a non-empty string\n"
         "job.yaml:5:15: data.train.labels: required key is missing (needed when format is npy); expected a non-empty string");
   CHECK(load_error(with("data: {train: {batch_size: 3}}\n")) ==
-        "job.yaml:5:15: data.train.format: required key is missing; expected one of idx, csv, synthetic, tfrecord, npy, "
-        "npz");
+        "job.yaml:5:15: data.train.format: required key is missing; expected one of idx, csv, synthetic, "
+        "synthetic_sequence, tfrecord, npy, npz, text");
+  // The text source's required keys, its options' values, and split: holdout without holdout.
+  CHECK(load_error(with("data: {train: {format: text}}\n")) ==
+        "job.yaml:5:15: data.train.files: required key is missing (needed when format is text); expected a non-empty "
+        "string or a non-empty list of non-empty strings\n"
+        "job.yaml:5:15: data.train.sequence_length: required key is missing (needed when format is text); expected an "
+        "integer >= 1");
+  CHECK(load_error(with("data: {train: {format: text, files: [], sequence_length: 0, unit: word}}\n")) ==
+        "job.yaml:5:37: data.train.files: expected a non-empty list of non-empty strings, got an empty list\n"
+        "job.yaml:5:58: data.train.sequence_length: 0 is below the minimum 1\n"
+        "job.yaml:5:67: data.train.unit: \"word\" is not one of char, byte");
+  CHECK(load_error(with("data: {eval: {format: text, files: a.txt, sequence_length: 8, split: holdout}}\n")) ==
+        "job.yaml:5:70: data.eval.split: holdout reads the held-out end of the text, but holdout is not above 0; "
+        "expected holdout: a fraction such as 0.1 beside it");
+  CHECK(load_error(with("data: {train: {format: text, files: a.txt, sequence_length: 8, holdout: 1}}\n")) ==
+        "job.yaml:5:73: data.train.holdout: 1 is not below 1; expected a number >= 0 and < 1");
+  CHECK(load_error(with("data: {train: {format: synthetic_sequence, synthetic_sequence: {task: sort}}}\n")) ==
+        "job.yaml:5:71: data.train.synthetic_sequence.task: \"sort\" is not one of is_sorted, reverse");
 }
 
 TEST_CASE("validate: checks across fields") {

@@ -58,7 +58,7 @@ TEST_CASE("convert: MNIST sample to TFRecord shards and NPY reads back exactly")
                                  o.out_dir, gzip ? "gzip" : "none"));
     DataSourceSpec spec;
     spec.format = "tfrecord";
-    spec.files = o.out_dir + "/mnist-*.tfrecord";
+    spec.files = {o.out_dir + "/mnist-*.tfrecord"};
     FeatureSpec image, label;
     image.name = "image";
     image.dtype = "bytes";
@@ -119,7 +119,7 @@ TEST_CASE("tfrecord: decoding on several threads gives the serial result and the
   REQUIRE(convert_source(*idx, o).ok());
   DataSourceSpec spec;
   spec.format = "tfrecord";
-  spec.files = o.out_dir + "/mnist-*.tfrecord";
+  spec.files = {o.out_dir + "/mnist-*.tfrecord"};
   spec.features = {data_testing::feature("image", "bytes", {28, 28, 1}, "raw_uint8"),
                    data_testing::feature("label", "int64", {})};
   spec.label_feature = "label";

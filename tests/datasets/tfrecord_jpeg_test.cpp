@@ -17,7 +17,7 @@ using data_testing::tfrecord_dir;
 DataSourceSpec jpeg_spec() {
   DataSourceSpec spec;
   spec.format = "tfrecord";
-  spec.files = tfrecord_dir() + "/jpeg.tfrecord";
+  spec.files = {tfrecord_dir() + "/jpeg.tfrecord"};
   spec.features = {data_testing::feature("gray", "bytes", {6, 8, 1}, "jpeg"),
                    data_testing::feature("rgb", "bytes", {5, 4, 3}, "jpeg"), data_testing::feature("label", "int64", {})};
   spec.label_feature = "label";
@@ -43,7 +43,7 @@ TEST_CASE("tfrecord: JPEG-encoded features written by TensorFlow (tf.io.encode_j
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().kind == ErrorKind::kData);
     CHECK(r.error().message ==
-          spec.files + ": record 0: feature \"gray\": JPEG is 6x8 (height x width) but the shape needs 8x6");
+          spec.files[0] + ": record 0: feature \"gray\": JPEG is 6x8 (height x width) but the shape needs 8x6");
   }
   SUBCASE("bytes that are not a JPEG") {
     DataSourceSpec raw = data_testing::generated_spec(tfrecord_dir() + "/plain.tfrecord");
@@ -51,7 +51,7 @@ TEST_CASE("tfrecord: JPEG-encoded features written by TensorFlow (tf.io.encode_j
     auto r = load_tfrecord_examples(raw, SourceContext{});
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().kind == ErrorKind::kData);
-    CHECK(r.error().message.rfind(raw.files + ": record 0: feature \"image\": not a valid JPEG image (", 0) == 0);
+    CHECK(r.error().message.rfind(raw.files[0] + ": record 0: feature \"image\": not a valid JPEG image (", 0) == 0);
   }
   SUBCASE("jpeg needs 1 or 3 channels") {
     DataSourceSpec spec = jpeg_spec();

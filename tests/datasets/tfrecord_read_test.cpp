@@ -65,7 +65,7 @@ TEST_CASE("tfrecord: files written by TensorFlow decode to the generator's value
 TEST_CASE("tfrecord: PNG-encoded features written by TensorFlow (tf.io.encode_png)") {
   DataSourceSpec spec;
   spec.format = "tfrecord";
-  spec.files = tfrecord_dir() + "/png.tfrecord";
+  spec.files = {tfrecord_dir() + "/png.tfrecord"};
   spec.features = {data_testing::feature("gray", "bytes", {4, 5, 1}, "png"),
                    data_testing::feature("rgb", "bytes", {3, 2, 3}, "png"), data_testing::feature("label", "int64", {})};
   spec.label_feature = "label";
@@ -78,7 +78,7 @@ TEST_CASE("tfrecord: PNG-encoded features written by TensorFlow (tf.io.encode_pn
     spec.features[0].shape = {5, 4, 1};
     auto r = load_tfrecord_examples(spec, SourceContext{});
     REQUIRE_FALSE(r.ok());
-    CHECK(r.error().message == spec.files + ": record 0: feature \"gray\": PNG is 4x5 (height x width) but the shape needs 5x4");
+    CHECK(r.error().message == spec.files[0] + ": record 0: feature \"gray\": PNG is 4x5 (height x width) but the shape needs 5x4");
   }
   SUBCASE("bytes that are not a PNG") {
     DataSourceSpec raw = data_testing::generated_spec(tfrecord_dir() + "/plain.tfrecord");
@@ -86,7 +86,7 @@ TEST_CASE("tfrecord: PNG-encoded features written by TensorFlow (tf.io.encode_pn
     auto r = load_tfrecord_examples(raw, SourceContext{});
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().kind == ErrorKind::kData);
-    CHECK(r.error().message == raw.files + ": record 0: feature \"image\": not a PNG image (read beyond end of data)");
+    CHECK(r.error().message == raw.files[0] + ": record 0: feature \"image\": not a PNG image (read beyond end of data)");
   }
   SUBCASE("a png shape without channels is a config error") {
     spec.features[1].shape = {3, 2};

@@ -26,7 +26,7 @@ TEST_CASE("tfrecord spec: the job file's fields reach DataSourceSpec in order") 
   REQUIRE_MESSAGE(job.ok(), job.error().message);
   const DataSourceSpec& d = *job->data.train;
   CHECK(d.format == "tfrecord");
-  CHECK(d.files == "/data/jobs/data/train-*.tfrecord");
+  CHECK(d.files == std::vector<std::string>{"/data/jobs/data/train-*.tfrecord"});
   CHECK(d.compression == "gzip");
   CHECK(d.on_error == "skip");
   CHECK(d.label_feature == "label");

@@ -32,7 +32,7 @@ inline FeatureSpec feature(const std::string& name, const std::string& dtype, Sh
 inline DataSourceSpec generated_spec(const std::string& files, const std::string& compression = "auto") {
   DataSourceSpec s;
   s.format = "tfrecord";
-  s.files = files;
+  s.files = {files};
   s.compression = compression;
   s.features = {feature("image", "bytes", {2, 3, 1}, "raw_uint8"), feature("label", "int64", {}),
                 feature("vals", "float", {3}), feature("var", "int64", {4}, "", true, -1.0),

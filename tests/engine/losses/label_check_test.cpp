@@ -33,5 +33,17 @@ TEST_CASE("check_labels names the first bad label and its example") {
   CHECK(nan.error().message == "label nan at example 0 is not an integer class id");
 }
 
+TEST_CASE("check_labels names the example and position of a bad label of a sequence") {
+  // Labels (B=2, T=3) for output (T=3, C=4).
+  CHECK(check_labels(Tensor::from({2, 3}, {0, 1, 2, 3, 3, 0}), {3, 4}).ok());
+  Status high = check_labels(Tensor::from({2, 3}, {0, 1, 2, 3, 4, 0}), {3, 4});
+  REQUIRE_FALSE(high.ok());
+  CHECK(high.error().kind == ErrorKind::kData);
+  CHECK(high.error().message == "label 4 at example 1, position 1 is out of range for 4 classes");
+  Status fraction = check_labels(Tensor::from({2, 2, 1}, {0, 0.5f, 0, 0}), {2, 4});
+  REQUIRE_FALSE(fraction.ok());
+  CHECK(fraction.error().message == "label 0.5 at example 0, position 1 is not an integer class id");
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -28,8 +28,10 @@ void random_batch(const std::string& name, const Shape& logits_shape, uint32_t s
   const int64_t b = logits_shape[0];
   const int64_t c = x.numel() / b;
   if (name == "sparse_softmax_cross_entropy") {
-    y = Tensor({b});
-    for (int64_t i = 0; i < b; ++i) y[i] = static_cast<float>(gen() % static_cast<uint32_t>(c));
+    // Labels (B, positions...): the logits' shape without the classes dimension.
+    const int64_t classes = logits_shape.back();
+    y = Tensor(Shape(logits_shape.begin(), logits_shape.end() - 1));
+    for (int64_t i = 0; i < y.numel(); ++i) y[i] = static_cast<float>(gen() % static_cast<uint32_t>(classes));
   } else if (name == "softmax_cross_entropy") {
     y = Tensor(logits_shape);
     for (int64_t i = 0; i < b; ++i) {
@@ -71,12 +73,30 @@ TEST_CASE("loss shape checks accept the documented shapes and explain the rest")
   auto sparse = loss_named("sparse_softmax_cross_entropy");
   CHECK(sparse->check_shapes({10}, {}).ok());
   CHECK(sparse->check_shapes({10}, {1}).ok());
+  // Sequence outputs (T, C) and (H, W, C): labels without the classes dimension, or with a trailing 1.
+  CHECK(sparse->check_shapes({4, 5}, {4}).ok());
+  CHECK(sparse->check_shapes({4, 5}, {4, 1}).ok());
+  CHECK(sparse->check_shapes({2, 3, 5}, {2, 3}).ok());
   Status bad = sparse->check_shapes({4, 5}, {3});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().kind == ErrorKind::kConfig);
   CHECK(bad.error().message ==
-        "sparse_softmax_cross_entropy needs model output (classes) and labels () or (1); got output [4, 5] and "
-        "labels [3]");
+        "sparse_softmax_cross_entropy: labels [3] do not fit model output [4, 5]: class-id labels have the output's "
+        "shape without its last (classes) dimension ([4]); labels [3] need a model output [3, classes]");
+  Status flat = sparse->check_shapes({10}, {64});
+  REQUIRE_FALSE(flat.ok());
+  CHECK(flat.error().message ==
+        "sparse_softmax_cross_entropy: labels [64] do not fit model output [10]: class-id labels have the output's "
+        "shape without its last (classes) dimension ([]); labels [64] need a model output [64, classes]");
+  Status empty = sparse->check_shapes({6, 10}, {});
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().message ==
+        "sparse_softmax_cross_entropy: labels [] do not fit model output [6, 10]: class-id labels have the output's "
+        "shape without its last (classes) dimension ([6]); labels [] need a model output [classes]");
+  Status scalar = sparse->check_shapes({}, {});
+  REQUIRE_FALSE(scalar.ok());
+  CHECK(scalar.error().message ==
+        "sparse_softmax_cross_entropy needs a model output with a classes dimension, (..., classes); got output []");
 
   auto dense = loss_named("softmax_cross_entropy");
   CHECK(dense->check_shapes({10}, {10}).ok());
@@ -157,11 +177,35 @@ TEST_CASE("every loss passes a finite-difference gradient check") {
     gradient_check(name, {4, 7}, 0.25f, ++seed);
     gradient_check(name, {9, 3}, 3.0f, ++seed);
   }
+  // Sequence outputs (B, T, C) and (B, H, W, C): the mean over positions.
+  gradient_check("sparse_softmax_cross_entropy", {3, 4, 5}, 1.0f / 3.0f, ++seed);
+  gradient_check("sparse_softmax_cross_entropy", {2, 2, 3, 4}, 2.0f, ++seed);
   for (const char* name : {"sigmoid_cross_entropy", "mean_squared_error"}) {
     gradient_check(name, {1, 1}, 1.0f, ++seed);
     gradient_check(name, {5, 3}, 0.2f, ++seed);
     gradient_check(name, {2, 3, 2, 2}, 2.5f, ++seed);
   }
+}
+
+// The sequence loss is the per-example mean over positions: (B, T, C) gives
+// 1/T of the loss of the same rows as a (B*T, C) batch, and its gradient
+// 1/T of theirs, whatever the batch is split into.
+TEST_CASE("sparse_softmax_cross_entropy over (B, T, C) averages each example over its positions") {
+  auto loss = loss_named("sparse_softmax_cross_entropy");
+  Tensor x, y;
+  random_batch("sparse_softmax_cross_entropy", {4, 6, 5}, 99, x, y);
+  const Tensor rows = x.reshaped({24, 5}), row_labels = y.reshaped({24});
+  Tensor dx, drows;
+  const double seq = loss->forward_backward(x, y, &dx, 0.5f);
+  const double flat = loss->forward_backward(rows, row_labels, &drows, 0.5f);
+  CHECK(seq == doctest::Approx(flat / 6.0).epsilon(1e-12));
+  for (int64_t i = 0; i < dx.numel(); ++i) CHECK(dx[i] == doctest::Approx(drows[i] / 6.0f).epsilon(1e-6));
+  // Split into examples 0..0 and 1..3 (as replicas do): the sums add up.
+  const double a = loss->forward_backward(x.rows(0, 1), y.rows(0, 1), nullptr, 1.0f);
+  const double b = loss->forward_backward(x.rows(1, 4), y.rows(1, 4), nullptr, 1.0f);
+  CHECK(a + b == doctest::Approx(seq).epsilon(1e-12));
+  // Labels (B, T, 1) read the same.
+  CHECK(loss->forward_backward(x, y.reshaped({4, 6, 1}), nullptr, 0.5f) == seq);
 }
 
 TEST_CASE("dlogits is reallocated only when its shape differs") {

@@ -22,10 +22,15 @@ def f32(a):
 
 def loss_sum(name, x, y):
     """Sum over the batch of the per-example loss (mean over elements for
-    sigmoid_cross_entropy / mean_squared_error), as engine/losses/loss.hpp."""
+    sigmoid_cross_entropy / mean_squared_error, mean over positions for
+    sparse_softmax_cross_entropy on (B, T..., C)), as engine/losses/loss.hpp."""
     b = x.shape[0]
-    if name == "sparse_softmax_cross_entropy":
+    if name == "sparse_softmax_cross_entropy" and x.dim() == 2:
         return F.cross_entropy(x, y.reshape(b).long(), reduction="sum")
+    if name == "sparse_softmax_cross_entropy":
+        c = x.shape[-1]
+        per = F.cross_entropy(x.reshape(-1, c), y.reshape(-1).long(), reduction="none")
+        return per.reshape(b, -1).mean(dim=1).sum()
     if name == "softmax_cross_entropy":
         return -(y * torch.log_softmax(x, dim=-1)).sum()
     if name == "sigmoid_cross_entropy":
@@ -84,6 +89,10 @@ cases = [
     case("sigmoid_cross_entropy", rng.randn(2, 2, 3), (rng.rand(2, 2, 3) > 0.5).astype(float), 0.5),
     case("mean_squared_error", rng.randn(3, 4), rng.randn(3, 4), 1.0 / 3.0),
     case("mean_squared_error", rng.randn(4, 1), rng.randn(4), 0.25),
+    # Sequence outputs: logits (B, T, C) with labels (B, T), (B, T, 1), and (B, H, W, C).
+    case("sparse_softmax_cross_entropy", rng.randn(3, 4, 5) * 2, rng.randint(0, 5, size=(3, 4)), 1.0 / 3.0),
+    case("sparse_softmax_cross_entropy", rng.randn(2, 3, 4), rng.randint(0, 4, size=(2, 3, 1)), 1.0),
+    case("sparse_softmax_cross_entropy", rng.randn(2, 2, 3, 6), rng.randint(0, 6, size=(2, 2, 3)), 0.5),
 ]
 
 out = pathlib.Path(__file__).with_name("losses.json")

@@ -6,8 +6,9 @@ a fresh metric state and records the final result. Writes metrics.json:
     python3 tests/engine/metrics/reference/gen_refs.py
 
 Definitions (float64):
-  accuracy: softmax losses: mean over examples of argmax(logits) == class
-            (label, or argmax(target)); sigmoid: mean over elements of
+  accuracy: softmax losses: mean over examples (and positions, for logits
+            (B, T..., C)) of argmax(logits) == class (label, or
+            argmax(target)); sigmoid: mean over elements of
             (logit > 0) == (target > 0.5).
   mean_loss: sum of loss_sum over batches / number of examples.
   precision / recall: sigmoid: pooled over elements, tp/(tp+fp), tp/(tp+fn);
@@ -35,8 +36,9 @@ def softmax(x):
 
 
 def classes(loss, x, y):
-    pred = x.argmax(axis=-1)
-    actual = y.reshape(-1).astype(int) if loss == "sparse_softmax_cross_entropy" else y.argmax(axis=-1)
+    """Predicted and actual class of every position (logits (B, T..., C))."""
+    pred = x.argmax(axis=-1).reshape(-1)
+    actual = y.reshape(-1).astype(int) if loss == "sparse_softmax_cross_entropy" else y.argmax(axis=-1).reshape(-1)
     return pred, actual
 
 
@@ -76,7 +78,7 @@ def batch(loss, b, out, skew=None):
     if skew is not None:  # make some classes never predicted / never present
         x[:, skew] -= 100.0
     if loss == "sparse_softmax_cross_entropy":
-        y = rng.randint(0, out[-1], size=b).astype(float)
+        y = rng.randint(0, out[-1], size=(b, *out[:-1])).astype(float)
     elif loss == "softmax_cross_entropy":
         y = softmax(rng.randn(b, *out) * 3)
     elif loss == "sigmoid_cross_entropy":
@@ -118,6 +120,12 @@ tie = {"logits_shape": [2, 3], "logits": [1.0, 1.0, 0.0, 0.0, 2.0, 2.0], "labels
        "labels": [0.0, 2.0], "loss_sum": 1.0}
 cases.append({"metric": "accuracy", "loss": "sparse_softmax_cross_entropy", "batches": [tie],
               "result": result("accuracy", "sparse_softmax_cross_entropy", [tie])})
+# Sequence outputs (B, T, C) with labels (B, T): every position is one decision.
+for metric, shapes in (("accuracy", [(6, [4, 3]), (3, [4, 3])]), ("precision", [(10, [5, 4])]),
+                       ("recall", [(10, [5, 4])]), ("mean_loss", [(4, [3, 2])])):
+    batches = [batch("sparse_softmax_cross_entropy", b, out) for b, out in shapes]
+    cases.append({"metric": metric, "loss": "sparse_softmax_cross_entropy", "batches": batches,
+                  "result": result(metric, "sparse_softmax_cross_entropy", batches)})
 
 out = pathlib.Path(__file__).with_name("metrics.json")
 lines = ",\n  ".join(json.dumps(c) for c in cases)
