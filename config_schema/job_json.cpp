@@ -144,8 +144,11 @@ Json job_json(const JobSpec& job) {
   if (job.data.eval) data["eval"] = source_json(*job.data.eval);
   if (job.data.predict) data["predict"] = source_json(*job.data.predict);
   const RunSpec& r = job.run;
+  Json input = {{"shape", m.input_shape}};
+  // Only when not the default, so that a float32 job's model_hash stays what it was.
+  if (m.input_dtype != "float32") input["dtype"] = m.input_dtype;
   return Json{
-      {"model", {{"input", {{"shape", m.input_shape}}}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}}},
+      {"model", {{"input", input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}}},
       {"optimizer",
        {{"type", o.type}, {"learning_rate", o.learning_rate},
         {"schedule", {{"type", sc.type}, {"decay_steps", sc.decay_steps}, {"decay_rate", sc.decay_rate},

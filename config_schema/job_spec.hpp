@@ -65,6 +65,7 @@ struct LayerSpec {
 struct ModelSpec {
   std::vector<int64_t> input_shape;  // without batch, e.g. [28, 28, 1]
   std::string input_name = "input";  // how layers' inputs: refer to the model's input
+  std::string input_dtype = "float32";  // float32 | int32 (token ids, read by an embedding)
   std::vector<LayerSpec> layers;
   std::string loss = "sparse_softmax_cross_entropy";  // | softmax_cross_entropy | sigmoid_cross_entropy | mean_squared_error
   std::vector<std::string> metrics;  // accuracy | mean_loss | precision | recall | mean_absolute_error

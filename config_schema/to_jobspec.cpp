@@ -321,6 +321,7 @@ DataSourceSpec read_source(const Node& node, bool repeat_default, const std::str
 
 void read_model(const Section& s, ModelSpec& m) {
   s.sub("input").read("shape", m.input_shape);
+  s.sub("input").read("dtype", m.input_dtype);
   if (const Node* layers = s.get("layers"))
     for (const Node& item : layers->items) m.layers.push_back(read_layer(item));
   name_layers(m.layers);

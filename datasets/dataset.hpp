@@ -32,6 +32,8 @@ class Input {
   // Shape of one example's features / labels (without batch).
   virtual Shape feature_shape() const = 0;
   virtual Shape label_shape() const = 0;
+  // The element type of the features: float32, or int32 token ids.
+  virtual DType feature_dtype() const { return DType::f32; }
   // How the input resolved settings the caller may want to print (e.g. the
   // shard policy "auto" chose); "" when there is nothing to say. The input
   // itself prints nothing.

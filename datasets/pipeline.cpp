@@ -26,7 +26,29 @@ struct PipelineParts {
   MapPlan map;
   int threads = 1;          // gathering + map
   std::string description;  // Input::describe()
+  DType features = DType::f32;  // the batches' features (float32 sources converted to int32 ids when asked)
+  std::string prefix;           // "<where>: data.train: ", for data errors
 };
+
+// f (float32) as int32 ids; a kData error at the first value that is not a
+// whole number in int32's range, naming the example id and position.
+Result<Tensor> to_token_ids(const Tensor& f, const std::vector<int64_t>& ids, const std::string& prefix) {
+  Tensor out = Tensor::zeros(f.shape(), DType::i32, kHost);
+  const float* in = f.data();
+  int32_t* to = out.host_data<int32_t>();
+  const int64_t per = f.dim(0) == 0 ? 1 : f.numel() / f.dim(0);
+  for (int64_t i = 0; i < f.numel(); ++i) {
+    const double v = in[i];
+    if (!(v == static_cast<double>(static_cast<int64_t>(v)) && v >= -2147483648.0 && v <= 2147483647.0)) {
+      const auto row = static_cast<size_t>(i / per);
+      return data_error(fmt::format("{}example {}, position {}: {} is not a token id (model.input.dtype is int32, so "
+                                    "features must be whole numbers)",
+                                    prefix, row < ids.size() ? ids[row] : static_cast<int64_t>(row), i % per, in[i]));
+    }
+    to[i] = static_cast<int32_t>(v);
+  }
+  return out;
+}
 
 class PipelineInput final : public Input {
  public:
@@ -37,6 +59,8 @@ class PipelineInput final : public Input {
         map_(std::move(parts.map)),
         description_(std::move(parts.description)),
         scale_(scale),
+        features_(parts.features),
+        prefix_(std::move(parts.prefix)),
         prefetch_(prefetch),
         pool_(parts.threads > 1 ? std::make_unique<MapPool>(parts.threads) : nullptr) {}
 
@@ -69,6 +93,7 @@ class PipelineInput final : public Input {
   }
 
   Shape feature_shape() const override { return source_->feature_shape(); }
+  DType feature_dtype() const override { return features_; }
   Shape label_shape() const override { return map_.label_shape(); }
   std::string describe() const override { return description_; }
 
@@ -90,6 +115,11 @@ class PipelineInput final : public Input {
     if (!map_.empty()) {
       if (Status s = map_.apply(b, epochs); !s) return s.error();
     }
+    if (b.features.dtype() != features_) {
+      auto converted = to_token_ids(b.features, b.ids, prefix_);
+      if (!converted.ok()) return converted.error();
+      b.features = std::move(*converted);
+    }
     return b;
   }
 
@@ -102,7 +132,7 @@ class PipelineInput final : public Input {
     Shape fshape = source_->feature_shape(), lshape = map_.label_shape();
     fshape.insert(fshape.begin(), b);
     lshape.insert(lshape.begin(), b);
-    Batch out{Tensor::zeros(fshape, source_->feature_dtype(), kHost), Tensor(lshape), ids};
+    Batch out{Tensor::zeros(fshape, features_, kHost), Tensor(lshape), ids};
     const auto frow_bytes = static_cast<size_t>(num_elements(source_->feature_shape())) * dtype_size(out.features.dtype());
     const int64_t lrow = num_elements(map_.label_shape());
     std::vector<Status> status(static_cast<size_t>(chunks));
@@ -137,6 +167,8 @@ class PipelineInput final : public Input {
   const MapPlan map_;
   const std::string description_;
   const float scale_;
+  const DType features_;
+  const std::string prefix_;
   const int64_t prefetch_;  // queue capacity; 0 = synchronous
   int64_t position_ = 0;    // batches returned by next(); consumer thread only
   const std::unique_ptr<MapPool> pool_;     // nullptr: one thread; used by whichever thread runs produce()
@@ -205,6 +237,8 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
   if (!map.ok()) return map.error();
   parts.map = std::move(map.value());
   parts.threads = MapPool::resolve_threads(spec.num_parallel_calls);
+  parts.features = source->feature_dtype() == DType::f32 ? options.feature_dtype : source->feature_dtype();
+  parts.prefix = prefix;
   parts.description = shard_description(*shard, options, taken);
   if (const std::string summary = source->summary(); !summary.empty()) {
     parts.description = options.name + ": " + summary + (parts.description.empty() ? "" : "; ") + parts.description;

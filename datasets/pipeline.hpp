@@ -25,6 +25,12 @@ struct InputOptions {
   // Text sources: the vocabulary giving token ids (the one saved with the
   // model); null: a text source builds one from its own files.
   std::shared_ptr<const TextVocabulary> vocabulary = nullptr;
+  // The features the model reads: float32, or int32 token ids. A source of
+  // float32 features (npy, npz, csv, tfrecord) is converted to int32 ids
+  // batch by batch, each value checked to be a whole number in int32's range
+  // (a kData error names the example and position). Token sources give int32
+  // already; asking float32 of them is left to the caller to refuse.
+  DType feature_dtype = DType::f32;
 };
 
 // Loads the source (reading whole files: MNIST-sized data fits in memory) and

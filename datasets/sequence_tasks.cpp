@@ -123,7 +123,7 @@ class SequenceTaskSource final : public ExampleSource {
 std::optional<ExampleShapes> sequence_task_shapes(const DataSourceSpec& spec) {
   const SyntheticSequenceSpec& s = spec.synthetic_sequence;
   for (const SequenceTask& t : kTasks) {
-    if (s.task == t.name) return ExampleShapes{{s.sequence_length}, t.per_position ? Shape{s.sequence_length} : Shape{}};
+    if (s.task == t.name) return ExampleShapes{{s.sequence_length}, t.per_position ? Shape{s.sequence_length} : Shape{}, kTokenDType};
   }
   return std::nullopt;
 }

@@ -68,6 +68,7 @@ Result<SourcePtr> load_source(const DataSourceSpec& spec, const SourceContext& c
 // One example's feature and label shapes (without batch).
 struct ExampleShapes {
   Shape features, labels;
+  DType features_dtype = DType::f32;  // kTokenDType for sources of token ids
 };
 
 // The shapes of the examples of `spec` when the spec alone gives them

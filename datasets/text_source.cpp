@@ -156,7 +156,7 @@ double unigram_entropy(const std::vector<int32_t>& ids, int64_t vocabulary_size,
 
 std::optional<ExampleShapes> text_shapes(const DataSourceSpec& spec) {
   if (spec.sequence_length < 1) return std::nullopt;
-  return ExampleShapes{{spec.sequence_length}, {spec.sequence_length}};
+  return ExampleShapes{{spec.sequence_length}, {spec.sequence_length}, kTokenDType};
 }
 
 Result<SourcePtr> load_text_source(const DataSourceSpec& spec, const SourceContext& ctx) {

@@ -87,6 +87,10 @@ class Layer {
   // The estimator calls it before each step, so a bad value is reported
   // rather than computed with; forward itself never reads out of bounds.
   virtual Status check_input(const Tensor& /*x*/) const { return Status::Ok(); }
+  // True for a layer that reads integer token ids (embedding). The model
+  // feeds it only an int32 model input (directly or re-viewed by
+  // reshape/flatten) and feeds that input to no other layer that computes.
+  virtual bool takes_token_ids() const { return false; }
   // dy: (B, output...). Writes (overwrites) grads[i] for every trainable
   // param i (grads[i] for non-trainable params is left alone) and, when dx is
   // non-null, the input gradient (B, input...).

@@ -16,6 +16,23 @@ namespace dtrain {
 
 namespace fs = std::filesystem;
 
+Status check_example_features(const std::string& prefix, const Shape& shape, DType dtype, const Model& model) {
+  if (shape != model.input_shape()) {
+    return config_error(fmt::format("{}examples have shape {} but model.input.shape is {}", prefix, shape_str(shape),
+                                    shape_str(model.input_shape())));
+  }
+  if (dtype == model.input_dtype()) return Status::Ok();
+  if (dtype == DType::i32) {
+    return config_error(fmt::format("{}examples are int32 token ids but model.input.dtype is {}; declare the input as "
+                                    "ids (model.input: {{shape: {}, dtype: int32}}) and read it with an embedding",
+                                    prefix, dtype_name(model.input_dtype()), shape_str(shape)));
+  }
+  return config_error(fmt::format("{}examples are {} features but model.input.dtype is {}; an int32 input reads token "
+                                  "ids (format text or synthetic_sequence, or whole numbers in npy, npz, csv or "
+                                  "tfrecord files)",
+                                  prefix, dtype_name(dtype), dtype_name(model.input_dtype())));
+}
+
 Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
   const std::pair<const char*, const std::optional<DataSourceSpec>*> roles[] = {{"train", &job.data.train},
                                                                                {"eval", &job.data.eval}};
@@ -24,9 +41,8 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
     const auto shapes = declared_shapes(**spec);
     if (!shapes) continue;
     const std::string prefix = ((*spec)->where.empty() ? "" : (*spec)->where + ": ") + "data." + role + ": ";
-    if (shapes->features != program.model->input_shape()) {
-      return config_error(fmt::format("{}examples have shape {} but model.input.shape is {}", prefix,
-                                      shape_str(shapes->features), shape_str(program.model->input_shape())));
+    if (Status s = check_example_features(prefix, shapes->features, shapes->features_dtype, *program.model); !s) {
+      return s;
     }
     if (Status s = program.loss->check_shapes(program.model->output_shape(), shapes->labels); !s) {
       return config_error(prefix + s.error().message);

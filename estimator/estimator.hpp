@@ -47,6 +47,11 @@ std::string vocabulary_path(const JobSpec& job);
 // read; other formats are checked when their files are read.
 Status check_declared_data_shapes(const JobSpec& job, const Program& program);
 
+// A kConfig error "<prefix>examples have shape ... but model.input.shape is
+// ..." or the same for the element type (token ids into a float32 input, or
+// float features into an int32 one), with the fix; Ok when they match.
+Status check_example_features(const std::string& prefix, const Shape& shape, DType dtype, const Model& model);
+
 class Estimator {
  public:
   static Result<std::unique_ptr<Estimator>> create(const JobSpec& job, const EstimatorOptions& options);

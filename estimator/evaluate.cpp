@@ -28,6 +28,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   auto batch = global_batch(spec, "eval");
   if (!batch) return batch.error();
   InputOptions input_options{job_.base_dir, *batch, job_.run.seed, "data.eval"};
+  input_options.feature_dtype = program_.model->input_dtype();
   if (spec.format == "text") {
     auto vocabulary = evaluation_vocabulary();
     if (!vocabulary) return vocabulary.error();
@@ -36,9 +37,10 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   }
   auto input = make_input(spec, input_options);
   if (!input) return input.error();
-  if ((*input)->feature_shape() != program_.model->input_shape()) {
-    return config_error(fmt::format("{}: data.eval: examples have shape {} but model.input.shape is {}", spec.where,
-                                    shape_str((*input)->feature_shape()), shape_str(program_.model->input_shape())));
+  if (Status s = check_example_features(spec.where + ": data.eval: ", (*input)->feature_shape(),
+                                       (*input)->feature_dtype(), *program_.model);
+      !s) {
+    return s.error();
   }
   if (Status s = program_.loss->check_shapes(program_.model->output_shape(), (*input)->label_shape()); !s) {
     return config_error(fmt::format("{}: model.loss: {}", job_.source_path, s.error().message));

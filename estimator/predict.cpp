@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "estimator/estimator.hpp"
@@ -61,7 +62,20 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   Shape batched = {x->dim(0)};
   batched.insert(batched.end(), in_shape.begin(), in_shape.end());
   Tensor features = x->reshaped(batched);
-  if (job_.data.predict) {
+  if (program_.model->input_dtype() == DType::i32) {
+    // Token ids: any numeric .npy whose values are whole numbers in int32's range.
+    Tensor ids = Tensor::zeros(batched, DType::i32, kHost);
+    int32_t* out = ids.host_data<int32_t>();
+    for (int64_t i = 0; i < features.numel(); ++i) {
+      const double v = features[i];
+      if (!(v == std::floor(v) && v >= -2147483648.0 && v <= 2147483647.0)) {
+        return data_error(fmt::format("{}: element {} is {}, not a token id (model.input.dtype is int32)", input_path, i,
+                                      features[i]));
+      }
+      out[i] = static_cast<int32_t>(v);
+    }
+    features = std::move(ids);
+  } else if (job_.data.predict) {
     const double scale = job_.data.predict->scale;
     for (int64_t i = 0; i < features.numel(); ++i) features[i] = static_cast<float>(features[i] * scale);
   }

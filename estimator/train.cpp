@@ -78,15 +78,16 @@ Status Estimator::train(bool evaluate_during) {
   auto batch = global_batch(train_spec, "train");
   if (!batch) return batch.error();
   InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
+  input_options.feature_dtype = program_.model->input_dtype();
   input_options.num_workers = strategy_->num_workers();
   input_options.worker_index = strategy_->worker_index();
   input_options.vocabulary = vocabulary_;
   auto input = make_input(train_spec, input_options);
   if (!input) return input.error();
-  if ((*input)->feature_shape() != program_.model->input_shape()) {
-    return config_error(fmt::format("{}: data.train: examples have shape {} but model.input.shape is {}",
-                                    train_spec.where, shape_str((*input)->feature_shape()),
-                                    shape_str(program_.model->input_shape())));
+  if (Status s = check_example_features(train_spec.where + ": data.train: ", (*input)->feature_shape(),
+                                       (*input)->feature_dtype(), *program_.model);
+      !s) {
+    return s;
   }
   if (Status s = program_.loss->check_shapes(program_.model->output_shape(), (*input)->label_shape()); !s) {
     return config_error(fmt::format("{}: model.loss: {}", job_.source_path, s.error().message));

@@ -1,7 +1,8 @@
 // Embedding lookup, Keras Embedding(input_dim, output_dim): each integer
 // token id selects a row of the embeddings table.
-//   x: (B, ...) token ids, int32, or float32 holding integers (today's model
-//      inputs are float32; they are exact ids up to 2^24)
+//   x: (B, ...) token ids, int32 (the model refuses a float32 input to an
+//      embedding when it is built; the kernels also read float32 holding
+//      integers, which the layer tests use)
 //   embeddings: (input_dim, output_dim), default U(-0.05, 0.05) (Keras "uniform")
 //   y: (B, ..., output_dim)
 // An id that is not an integer in [0, input_dim) is never read through: its
@@ -34,6 +35,7 @@ class Embedding : public Layer {
   // for input_dim 10" (examples count from 0 within the batch; positions
   // index the flattened example).
   Status check_input(const Tensor& x) const override;
+  bool takes_token_ids() const override { return true; }
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                LayerCache& cache) const override;
   // dembeddings[id] = sum of dy rows whose token is id (a scatter-add in

@@ -45,6 +45,12 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
   model->input_shape_ = Shape(spec.input_shape.begin(), spec.input_shape.end());
   model->input_name_ = spec.input_name;
   std::vector<std::string> errors;
+  if (const auto dt = parse_dtype(spec.input_dtype); dt && (*dt == DType::f32 || *dt == DType::i32)) {
+    model->input_dtype_ = *dt;
+  } else {
+    errors.push_back(fmt::format("model.input.dtype: \"{}\" is not an input type; expected float32 or int32",
+                                 spec.input_dtype));
+  }
 
   // Every name in the file with where it is, so that a reference to a layer
   // further down says so instead of "unknown".
@@ -130,6 +136,7 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
     }
     bool known_shapes = inputs_ok;
     for (int in : inputs) known_shapes = known_shapes && failed.count(in) == 0;
+    const bool token_ids = inputs_ok && known_shapes && check_token_ids(*model, **layer, inputs, report);
 
     const int index = static_cast<int>(model->layers_.size());
     if (value_of.count(name) != 0) {
@@ -162,7 +169,7 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
         }
       }
     }
-    Entry e{std::move(*layer), name, place, model->variables_.size(), 0, out, inputs};
+    Entry e{std::move(*layer), name, place, model->variables_.size(), 0, out, inputs, token_ids};
     if (known_shapes) {
       for (ParamSpec& p : e.layer->params()) {
         if (Status s = check_initializer(p.init); !s) report(p.name + ": " + s.error().message);
@@ -242,7 +249,41 @@ Status Model::check_support(const ops::Context& ctx) const {
   return Status::Ok();
 }
 
+bool Model::check_token_ids(const Model& model, const Layer& layer, const std::vector<int>& inputs,
+                            const std::function<void(const std::string&)>& report) {
+  auto holds_ids = [&](int in) {
+    return in == kModelInput ? model.input_dtype_ == DType::i32 : model.layers_[static_cast<size_t>(in)].token_ids;
+  };
+  auto name_of = [&](int in) { return in == kModelInput ? model.input_name_ : model.layers_[static_cast<size_t>(in)].name; };
+  for (int in : inputs) {
+    if (layer.takes_token_ids() && !holds_ids(in)) {
+      if (in == kModelInput) {
+        report(fmt::format("{} reads integer token ids, but the model input \"{}\" is float32; declare it as ids: "
+                           "model.input: {{shape: {}, dtype: int32}}",
+                           layer.type(), name_of(in), shape_str(model.input_shape_)));
+      } else {
+        report(fmt::format("{} reads integer token ids, but its input \"{}\" is a layer output (float32); an embedding "
+                           "reads the model's int32 input (directly or through reshape/flatten)",
+                           layer.type(), name_of(in)));
+      }
+      return false;
+    }
+    if (!layer.takes_token_ids() && holds_ids(in) && !layer.ops().empty()) {
+      report(fmt::format("{} cannot read the int32 token ids of \"{}\"; ids go through an embedding first "
+                         "(type: embedding, input_dim: the vocabulary size)",
+                         layer.type(), name_of(in)));
+      return false;
+    }
+  }
+  // reshape and flatten only re-view: ids stay ids.
+  return !inputs.empty() && !layer.takes_token_ids() && layer.ops().empty() && holds_ids(inputs[0]);
+}
+
 Status Model::check_input(const Tensor& features) const {
+  if (features.dtype() != input_dtype_) {
+    return data_error(fmt::format("the data gives {} features, but model.input.dtype is {}", dtype_name(features.dtype()),
+                                  dtype_name(input_dtype_)));
+  }
   // The layers that read the model's input as it is in the data: directly,
   // or through layers that run no op and only re-view it (reshape, flatten).
   std::vector<char> raw(layers_.size(), 0);
@@ -281,7 +322,9 @@ std::string Model::graph_summary() const {
   size_t width = input_name_.size();
   for (const Entry& e : layers_) width = std::max(width, e.name.size());
   std::string out = fmt::format("{:<{}}  {:<20}  {:<18}  {:>10}  {}\n", "layer", width, "type", "output", "params", "inputs");
-  out += fmt::format("{:<{}}  {:<20}  {:<18}  {:>10}  {}\n", input_name_, width, "input", shape_str(input_shape_), 0, "");
+  out += fmt::format("{:<{}}  {:<20}  {:<18}  {:>10}  {}\n", input_name_, width,
+                     input_dtype_ == DType::f32 ? "input" : fmt::format("input ({})", dtype_name(input_dtype_)),
+                     shape_str(input_shape_), 0, "");
   for (const Entry& e : layers_) {
     int64_t params = 0;
     for (size_t v = e.first_var; v < e.first_var + e.num_vars; ++v) params += num_elements(variables_[v].shape);

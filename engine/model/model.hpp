@@ -63,6 +63,8 @@ class Model {
 
   const std::vector<VariableSpec>& variables() const { return variables_; }
   const Shape& input_shape() const { return input_shape_; }
+  // float32, or int32 for token ids (model.input.dtype).
+  DType input_dtype() const { return input_dtype_; }
   const Shape& output_shape() const { return output_shape_; }
   size_t num_layers() const { return layers_.size(); }
   int64_t num_parameters() const;
@@ -80,7 +82,8 @@ class Model {
   // the data (the first layer, and the next while those before it only
   // re-view the input): a kData error such as "layer embedding (embedding):
   // id 12 at example 3, position 5 is out of range for input_dim 10".
-  // features: host tensor (B, input_shape...).
+  // features: host tensor (B, input_shape...) of input_dtype(); another
+  // dtype is a kData error naming both.
   Status check_input(const Tensor& features) const;
 
   // A ReplicaState on ctx.device with gradient and activation slots sized
@@ -108,9 +111,17 @@ class Model {
     size_t first_var = 0, num_vars = 0;  // this layer's range in variables_
     Shape out_shape;
     std::vector<int> inputs;  // layer indices; kModelInput for the model's input
+    bool token_ids = false;   // the output is the int32 model input, re-viewed (reshape/flatten)
   };
+  // The dtype rule of build(): an embedding reads int32 token ids (the model
+  // input or a re-view of it), and only embeddings and re-views read ids.
+  // Reports a violation through `report` (false); returns whether the
+  // layer's output holds ids.
+  static bool check_token_ids(const Model& model, const Layer& layer, const std::vector<int>& inputs,
+                              const std::function<void(const std::string&)>& report);
   static constexpr int kModelInput = -1;
   Shape input_shape_, output_shape_;
+  DType input_dtype_ = DType::f32;
   std::string input_name_;
   std::vector<Entry> layers_;
   std::vector<VariableSpec> variables_;

@@ -14,7 +14,7 @@ using testing::load_error;
 using testing::load_text;
 
 const char* kSequenceJob = R"(model:
-  input: {shape: [12]}
+  input: {shape: [12], dtype: int32}
   layers:
     - {type: embedding, input_dim: 50, output_dim: 8}
     - {type: position_embedding, sequence_length: 16}
@@ -56,7 +56,7 @@ TEST_CASE("layer specs: the sequence layers load with Keras defaults") {
 
 TEST_CASE("layer specs: every new field can be set, and the resolved YAML loads back to the same job") {
   const JobSpec job = load_ok(R"(model:
-  input: {shape: [5]}
+  input: {shape: [5], dtype: int32}
   layers:
     - {type: embedding, input_dim: 7, output_dim: 3, embeddings_initializer: {type: random_uniform, minval: -0.5, maxval: 0.25}}
     - {type: position_embedding, sequence_length: 9, name: pos}
@@ -73,6 +73,7 @@ TEST_CASE("layer specs: every new field can be set, and the resolved YAML loads 
   CHECK(layers == R"(model:
   input:
     shape: [5]
+    dtype: int32
   layers:
     - type: embedding
       name: embedding
@@ -158,10 +159,24 @@ TEST_CASE("layer specs: errors found when the model is built name the layer's pl
   CHECK(build_error("model:\n  input: {shape: [6]}\n  layers:\n    - {type: global_avg_pool2d}\n") ==
         "job.yaml:4:7: model.layers[0] (global_avg_pool2d): global_avg_pool2d expects an image input (height, width, "
         "channels); got shape [6]; add {type: reshape, target_shape: [height, width, channels]} before it");
-  CHECK(build_error("model:\n  input: {shape: [6]}\n  layers:\n    - {type: embedding, input_dim: 5, output_dim: 2, "
+  CHECK(build_error("model:\n  input: {shape: [6], dtype: int32}\n  layers:\n    - {type: embedding, input_dim: 5, output_dim: 2, "
                     "embeddings_initializer: {type: random_uniform, minval: 1, maxval: 0}}\n") ==
         "job.yaml:4:7: model.layers[0] (embedding): embeddings: random_uniform needs finite minval <= maxval; got "
         "minval 1 and maxval 0");
+  // Token ids: an embedding reads an int32 input, and only embeddings (or
+  // reshape/flatten re-views) read one. Both problems in one pass.
+  CHECK(build_error("model:\n  input: {shape: [6]}\n  layers:\n    - {type: embedding, input_dim: 5, output_dim: 2}\n"
+                    "    - {type: embedding, input_dim: 5, output_dim: 2}\n") ==
+        "job.yaml:4:7: model.layers[0] (embedding): embedding reads integer token ids, but the model input \"input\" is "
+        "float32; declare it as ids: model.input: {shape: [6], dtype: int32}\n"
+        "job.yaml:5:7: model.layers[1] (embedding): embedding reads integer token ids, but its input \"embedding\" is "
+        "a layer output (float32); an embedding reads the model's int32 input (directly or through reshape/flatten)");
+  CHECK(build_error("model:\n  input: {shape: [6], dtype: int32}\n  layers:\n    - {type: reshape, target_shape: [2, 3]}\n"
+                    "    - {type: dense, units: 4}\n") ==
+        "job.yaml:5:7: model.layers[1] (dense): dense cannot read the int32 token ids of \"reshape\"; ids go through an "
+        "embedding first (type: embedding, input_dim: the vocabulary size)");
+  CHECK(build_error("model:\n  input: {shape: [6], dtype: int32}\n  layers:\n    - {type: flatten}\n"
+                    "    - {type: embedding, input_dim: 5, output_dim: 2}\n") == "");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 
+#include "datasets/token_ids.hpp"
 #include "datasets/source.hpp"
 
 namespace dtrain {
@@ -37,7 +38,7 @@ std::vector<int64_t> first(int64_t n) {
 std::vector<int> tokens_of(const Batch& b, int64_t r) {
   const int64_t t = b.features.dim(1);
   std::vector<int> out;
-  for (int64_t k = 0; k < t; ++k) out.push_back(static_cast<int>(b.features[r * t + k]));
+  for (int64_t k = 0; k < t; ++k) out.push_back(static_cast<int>(b.features.host_data<int32_t>()[r * t + k]));
   return out;
 }
 
@@ -64,16 +65,16 @@ TEST_CASE("synthetic_sequence: example i depends only on (seed, i)") {
     const SourcePtr b = make(task_spec(task, 7, 9, 300, 3));
     const SourcePtr c = make(task_spec(task, 7, 9, 300, 4));
     const Batch all = a->gather(first(300), 1.0f);
-    CHECK(all.features.to_vector() == b->gather(first(300), 1.0f).features.to_vector());
+    CHECK(token_vector(all.features) == token_vector(b->gather(first(300), 1.0f).features));
     CHECK(all.labels.to_vector() == b->gather(first(300), 1.0f).labels.to_vector());
-    CHECK(all.features.to_vector() != c->gather(first(300), 1.0f).features.to_vector());
+    CHECK(token_vector(all.features) != token_vector(c->gather(first(300), 1.0f).features));
     // Gathered alone, or with other examples, or from a source of another size: the same example.
     const Batch one = make(task_spec(task, 7, 9, 1000, 3))->gather({123, 5}, 1.0f);
     CHECK(tokens_of(one, 0) == tokens_of(all, 123));
     CHECK(tokens_of(one, 1) == tokens_of(all, 5));
     CHECK(a->feature_shape() == Shape{9});
-    CHECK(a->feature_dtype() == DType::f32);
-    for (float v : all.features.to_vector()) CHECK((v >= 0.0f && v < 7.0f && v == std::floor(v)));
+    CHECK(a->feature_dtype() == DType::i32);
+    for (float v : token_vector(all.features)) CHECK((v >= 0.0f && v < 7.0f && v == std::floor(v)));
   }
 }
 

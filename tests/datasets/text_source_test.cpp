@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "data_test_util.hpp"
+#include "datasets/token_ids.hpp"
 #include "datasets/pipeline.hpp"
 #include "datasets/text_source.hpp"
 #include "datasets/utf8.hpp"
@@ -61,7 +62,7 @@ TEST_CASE("text: windows of char ids with the next ids as labels") {
   SourcePtr src = load(text_spec({dir.file("a.txt")}, 4));
   CHECK(src->feature_shape() == Shape{4});
   CHECK(src->label_shape() == Shape{4});
-  CHECK(src->feature_dtype() == DType::f32);
+  CHECK(src->feature_dtype() == DType::i32);
   REQUIRE(declared_shapes(text_spec({dir.file("a.txt")}, 4)).has_value());
   CHECK(declared_shapes(text_spec({dir.file("a.txt")}, 4))->labels == Shape{4});
   CHECK(declared_shapes(text_spec({dir.file("a.txt")}, 4))->features == Shape{4});
@@ -71,7 +72,7 @@ TEST_CASE("text: windows of char ids with the next ids as labels") {
   CHECK(b.labels.shape() == Shape{2, 4});
   std::vector<float> want = ids_of("hell", symbols), rest = ids_of("o wo", symbols);
   want.insert(want.end(), rest.begin(), rest.end());
-  CHECK(b.features.to_vector() == want);
+  CHECK(token_vector(b.features) == want);
   want = ids_of("ello", symbols);
   rest = ids_of(" wor", symbols);
   want.insert(want.end(), rest.begin(), rest.end());
@@ -82,7 +83,7 @@ TEST_CASE("text: windows of char ids with the next ids as labels") {
   SourcePtr every = load(strided);
   CHECK(every->size() == 8);  // starts 0 .. 7
   const Batch last = every->gather({7}, 1.0f);
-  CHECK(last.features.to_vector() == ids_of("orld", symbols));
+  CHECK(token_vector(last.features) == ids_of("orld", symbols));
   CHECK(last.labels.to_vector() == ids_of("rld\n", symbols));
 }
 
@@ -174,8 +175,8 @@ TEST_CASE("text: files in the order given, globs sorted; windows run across file
   const Batch b = src->gather({3}, 1.0f);  // chars 9 .. 11: "9ab" -> labels "abc"
   auto vocab = build_text_vocabulary(spec, SourceContext{});
   REQUIRE(vocab.ok());
-  CHECK(b.features[0] == static_cast<float>((*vocab)->id('9')));
-  CHECK(b.features[1] == static_cast<float>((*vocab)->id('a')));
+  CHECK(b.features.host_data<int32_t>()[0] == static_cast<float>((*vocab)->id('9')));
+  CHECK(b.features.host_data<int32_t>()[1] == static_cast<float>((*vocab)->id('a')));
   CHECK(b.labels[2] == static_cast<float>((*vocab)->id('c')));
   CHECK(load_error(text_spec({dir.file("*.md")}, 3), ErrorKind::kData) == dir.file("*.md") + ": no file matches");
 }
@@ -198,7 +199,7 @@ TEST_CASE("text: holdout cuts the end of the text; the vocabulary covers all of 
   CHECK(tr->size() == 22);  // 90 chars: (90 - 5) / 4 + 1
   CHECK(ho->size() == 2);   // 10 chars: starts 0, 4
   const Batch h = ho->gather({0}, 1.0f);
-  CHECK(h.features[0] == static_cast<float>((*vocab)->id('z')));
+  CHECK(h.features.host_data<int32_t>()[0] == static_cast<float>((*vocab)->id('z')));
   // The last training label is char 88 ('h'): no training window sees the held-out text.
   const Batch t = tr->gather({21}, 1.0f);
   CHECK(t.labels[3] == static_cast<float>((*vocab)->id('h')));
@@ -224,7 +225,7 @@ TEST_CASE("text: units not in the vocabulary read as <unk>, and the summary coun
   REQUIRE(vocab.ok());
   SourcePtr ev = load(text_spec({dir.file("eval.txt")}, 3), *vocab);
   const Batch b = ev->gather({0}, 1.0f);
-  CHECK(b.features.to_vector() == std::vector<float>{0, 1, 2});
+  CHECK(token_vector(b.features) == std::vector<float>{0, 1, 2});
   CHECK(b.labels.to_vector() == std::vector<float>{1, 2, 2});
   CHECK(ev->summary() ==
         "text: 4 chars in 1 file -> 1 window of 3 (stride 3); vocabulary 3 ids (2 chars + <unk>), 2 chars read as "
@@ -362,7 +363,7 @@ TEST_CASE("text: restore(position) continues the uninterrupted sequence of batch
     auto b = (*resumed)->next();
     REQUIRE(b.ok());
     CHECK((*b)->ids == whole[static_cast<size_t>(i)].ids);
-    CHECK((*b)->features.to_vector() == whole[static_cast<size_t>(i)].features.to_vector());
+    CHECK(token_vector((*b)->features) == token_vector(whole[static_cast<size_t>(i)].features));
     CHECK((*b)->labels.to_vector() == whole[static_cast<size_t>(i)].labels.to_vector());
   }
   // Gathering on several threads gives the same batches (token features copied whatever their type).
@@ -374,7 +375,7 @@ TEST_CASE("text: restore(position) continues the uninterrupted sequence of batch
     auto b = (*threaded)->next();
     REQUIRE(b.ok());
     CHECK((*b)->features.dtype() == whole[static_cast<size_t>(i)].features.dtype());
-    CHECK((*b)->features.to_vector() == whole[static_cast<size_t>(i)].features.to_vector());
+    CHECK(token_vector((*b)->features) == token_vector(whole[static_cast<size_t>(i)].features));
     CHECK((*b)->labels.to_vector() == whole[static_cast<size_t>(i)].labels.to_vector());
   }
   // The pipeline's description carries the source's summary.

@@ -10,7 +10,7 @@ from conftest import run_dtrain
 
 EVERY_LAYER_JOB = """
 model:
-  input: {shape: [8]}
+  input: {shape: [8], dtype: int32}
   layers:
     - {type: embedding, input_dim: 20, output_dim: 6}
     - {type: position_embedding, sequence_length: 8}
@@ -45,7 +45,7 @@ run: {{model_dir: {model_dir}, max_steps: 150, save_checkpoints_steps: 150, log_
 
 EMBEDDING_JOB = """
 model:
-  input: {{shape: [8]}}
+  input: {{shape: [8], dtype: int32}}
   layers:
     - {{type: embedding, input_dim: 20, output_dim: 8}}
     - {{type: position_embedding, sequence_length: 10}}
@@ -173,3 +173,28 @@ def test_embedding_id_out_of_range_is_a_data_error(tmp_path):
     assert out.returncode == 3, out.stderr
     assert out.stderr == (f"dtrain: {bad}: layer embedding (embedding): id -1 at example 3, position 0 is out of "
                           "range for input_dim 20 (examples 0..63 of the file)\n")
+
+
+def test_ids_that_are_not_whole_numbers_are_a_data_error(tmp_path):
+    """npy features read by an int32 input are converted to ids batch by batch;
+    a value that is not a whole number stops training (exit 3) naming the
+    example and position, and predict says the same of its own file."""
+    ids, labels = write_token_data(tmp_path / "data", n=64)
+    arr = np.load(ids).astype(np.float32)
+    arr[40, 2] = 2.5
+    np.save(tmp_path / "frac.npy", arr)
+    job = tmp_path / "emb.yaml"
+    job.write_text(EMBEDDING_JOB.format(ids=tmp_path / "frac.npy", labels=labels, model_dir=tmp_path / "run").replace(
+        "batch_size: 32, shuffle: 512", "batch_size: 32"))
+    out = train(job)
+    assert out.returncode == 3, out.stderr
+    assert out.stderr.splitlines()[-1] == (
+        f"dtrain: {job}:15:10: data.train: example 40, position 2: 2.5 is not a token id (model.input.dtype is "
+        "int32, so features must be whole numbers)")
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(job.read_text().replace(str(tmp_path / "frac.npy"), str(ids)))
+    assert train(fixed, "--set", "run.max_steps=2", "--no-eval").returncode == 0
+    out = run_dtrain("predict", fixed, "--input", tmp_path / "frac.npy", "--output", tmp_path / "p.npy")
+    assert out.returncode == 3, out.stderr
+    assert out.stderr == (f"dtrain: {tmp_path / 'frac.npy'}: element {40 * 8 + 2} is 2.5, not a token id "
+                          "(model.input.dtype is int32)\n")

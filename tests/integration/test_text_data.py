@@ -16,11 +16,9 @@ T = 32
 
 TEXT_JOB = """
 model:
-  input: {{shape: [{t}]}}
+  input: {{shape: [{t}], dtype: int32}}
   layers:
-    - {{type: reshape, target_shape: [{t}, 1, 1]}}
-    - {{type: conv2d, filters: {v}, kernel: 1}}
-    - {{type: reshape, target_shape: [{t}, {v}]}}
+    - {{type: embedding, input_dim: {v}, output_dim: {v}}}
   loss: sparse_softmax_cross_entropy
   metrics: [accuracy, mean_loss]
 optimizer: {{type: adam, learning_rate: 0.05}}
@@ -113,7 +111,7 @@ def test_a_saved_vocabulary_that_does_not_match_is_an_error(tmp_path):
                      cwd=tmp_path)
     assert out.returncode == 2, out.stderr
     assert out.stderr == (
-        f"dtrain: {job}:12:10: data.train: the vocabulary saved with the model does not match this job's text "
+        f"dtrain: {job}:10:10: data.train: the vocabulary saved with the model does not match this job's text "
         f"({model_dir}/vocab.json has 3 chars, data.train's files 4: 1 not in {model_dir}/vocab.json ('z')), so "
         f"token ids would change; train in a new run.model_dir (or --model-dir), or use the files and unit it was "
         f"built from (char: {a})\n")
@@ -143,7 +141,7 @@ def test_model_output_smaller_than_the_vocabulary_is_a_config_error(tmp_path):
     job, model_dir = text_job(tmp_path, a, 5, steps=2)
     out = run_dtrain("train", job, "--no-eval")
     assert out.returncode == 2, out.stderr
-    assert out.stderr == (f"dtrain: {job}:12:10: data.train: the vocabulary has 9 ids (8 chars + <unk>) but the model "
+    assert out.stderr == (f"dtrain: {job}:10:10: data.train: the vocabulary has 9 ids (8 chars + <unk>) but the model "
                           f"output [{T}, 5] has 5 classes; give the last layer 9 units\n")
     assert not (model_dir / "vocab.json").exists()
 
@@ -164,8 +162,10 @@ def test_invalid_utf8_is_a_data_error_with_the_offset(tmp_path):
 
 SEQUENCE_JOB = """
 model:
-  input: {{shape: [8]}}
+  input: {{shape: [8], dtype: int32}}
   layers:
+    - {{type: embedding, input_dim: 10, output_dim: 4}}
+    - {{type: flatten}}
     - {{type: dense, units: 16, activation: relu}}
     - {{type: dense, units: 2}}
   loss: sparse_softmax_cross_entropy

@@ -21,16 +21,17 @@ namespace {
 
 constexpr int64_t kT = 6, kC = 5;
 
-// Input [6] token ids -> (6, 1, 1) -> conv2d over 3 neighbours -> conv2d 1x1 to
-// 5 classes -> logits (6, 5); data: synthetic_sequence reverse, labels (6).
+// Input [6] int32 token ids -> embedding (6, 3) -> (6, 1, 3) -> conv2d over 3
+// neighbours -> conv2d 1x1 to 5 classes -> logits (6, 5); data: synthetic_sequence reverse, labels (6).
 JobSpec sequence_job(const std::string& type, int devices, bool dropout, const char* optimizer) {
   std::vector<std::string> names;
   for (int d = 0; d < devices; ++d) names.push_back(fmt::format("cpu:{}", d));
   const std::string text = fmt::format(
       "model:\n"
-      "  input: {{shape: [{t}]}}\n"
+      "  input: {{shape: [{t}], dtype: int32}}\n"
       "  layers:\n"
-      "    - {{type: reshape, target_shape: [{t}, 1, 1]}}\n"
+      "    - {{type: embedding, input_dim: {c}, output_dim: 3}}\n"
+      "    - {{type: reshape, target_shape: [{t}, 1, 3]}}\n"
       "    - {{type: conv2d, filters: 8, kernel: [3, 1], padding: same, activation: relu}}\n"
       "{drop}"
       "    - {{type: conv2d, filters: {c}, kernel: 1}}\n"

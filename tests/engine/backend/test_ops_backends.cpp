@@ -102,7 +102,7 @@ const char* const kAllLayers = R"(model:
 // The sequence layers on token ids: embedding, position_embedding, dense on
 // rank-3 activations, layer_norm and the three global pools.
 const char* const kSequenceLayers = R"(model:
-  input: {shape: [8]}
+  input: {shape: [8], dtype: int32}
   layers:
     - {type: embedding, input_dim: 11, output_dim: 6}
     - {type: position_embedding, sequence_length: 10}
@@ -155,7 +155,8 @@ struct Pass {
   std::vector<Tensor> values, grads;  // on the host
 };
 
-// Token ids 0..10 as float32 (today's model inputs), deterministic.
+// Token ids 0..10 as float32, deterministic (the embedding kernel reads float
+// ids too; the test below checks int32 ids give the same).
 Tensor token_ids(int64_t batch, int64_t steps) {
   Tensor t(Shape{batch, steps});
   for (int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>((i * 7 + 3) % 11);

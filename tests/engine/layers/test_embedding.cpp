@@ -125,12 +125,13 @@ TEST_CASE("embedding: forward on bad ids gives NaN rows, reads nothing out of bo
   CHECK(grads[0].to_vector() == std::vector<float>{0, 0, 2, 2, 0, 0});
 }
 
-// A model whose embedding reads the input through a reshape: the model checks
-// its ids; a model whose embedding follows a dense layer does not (its input
-// is computed, not data).
+// A model whose embedding reads the int32 input through a reshape: the model
+// checks its ids, and refuses features of another dtype; a model whose
+// embedding follows a dense layer (float32, computed) is not built.
 TEST_CASE("embedding: Model::check_input reaches the embedding through layers that only re-view the input") {
   ModelSpec spec;
   spec.input_shape = {2, 3};
+  spec.input_dtype = "int32";
   LayerSpec reshape, emb, flat;
   reshape.type = "reshape";
   reshape.target_shape = {6};
@@ -142,8 +143,11 @@ TEST_CASE("embedding: Model::check_input reaches the embedding through layers th
   auto model = Model::build(spec);
   REQUIRE(model.ok());
   CHECK((*model)->output_shape() == Shape{12});
-  CHECK((*model)->check_input(Tensor::from({1, 2, 3}, {0, 1, 2, 3, 4, 0})).ok());
-  const Status bad = (*model)->check_input(Tensor::from({1, 2, 3}, {0, 1, 2, 3, 4, 5}));
+  CHECK((*model)->check_input(int_ids({1, 2, 3}, {0, 1, 2, 3, 4, 0})).ok());
+  const Status floats = (*model)->check_input(Tensor::from({1, 2, 3}, {0, 1, 2, 3, 4, 0}));
+  REQUIRE_FALSE(floats.ok());
+  CHECK(floats.error().message == "the data gives float32 features, but model.input.dtype is int32");
+  const Status bad = (*model)->check_input(int_ids({1, 2, 3}, {0, 1, 2, 3, 4, 5}));
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().kind == ErrorKind::kData);
   CHECK(bad.error().message == "layer embedding (embedding): id 5 at example 0, position 5 is out of range for input_dim 5");
@@ -154,8 +158,12 @@ TEST_CASE("embedding: Model::check_input reaches the embedding through layers th
   spec.input_shape = {6};
   spec.layers = {dense, emb};
   auto computed = Model::build(spec);
-  REQUIRE(computed.ok());
-  CHECK((*computed)->check_input(Tensor::from({1, 6}, {0, 1, 2, 3, 4, 5})).ok());
+  REQUIRE_FALSE(computed.ok());
+  CHECK(computed.error().message ==
+        "model.layers[0] (dense): dense cannot read the int32 token ids of \"input\"; ids go through an embedding first "
+        "(type: embedding, input_dim: the vocabulary size)\n"
+        "model.layers[1] (embedding): embedding reads integer token ids, but its input \"dense\" is a layer output "
+        "(float32); an embedding reads the model's int32 input (directly or through reshape/flatten)");
 }
 
 }  // namespace
