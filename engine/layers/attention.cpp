@@ -350,8 +350,10 @@ void AttentionCore::backward(const ForwardContext& ctx, std::span<const Tensor> 
                       value.shape());
 }
 
-MultiHeadAttention::MultiHeadAttention(AttentionOptions options, std::string name)
-    : core_(std::move(options), std::move(name)) {}
+MultiHeadAttention::MultiHeadAttention(AttentionOptions options, std::string name, int arity)
+    : core_(std::move(options), std::move(name)), arity_(arity) {
+  assert(arity >= 1 && arity <= 3);
+}
 
 Result<Shape> MultiHeadAttention::build(const Shape& input) {
   if (input.size() != 2) {
@@ -389,6 +391,52 @@ void MultiHeadAttention::backward(const ForwardContext& ctx, std::span<const Ten
     const float* a = f32(dkey);
     const float* b = f32(dvalue);
     for (int64_t i = 0; i < dx->numel(); ++i) out[i] += a[i] + b[i];
+  });
+}
+
+Result<Shape> MultiHeadAttention::build_inputs(std::span<const Shape> inputs) {
+  if (inputs.size() == 1) return build(inputs[0]);
+  // Keras's call(query, value, key=None): the key defaults to the value.
+  return core_.build(inputs[0], inputs.size() == 3 ? inputs[2] : inputs[1], inputs[1]);
+}
+
+void MultiHeadAttention::forward_inputs(const ForwardContext& ctx, std::span<Tensor> params,
+                                        std::span<const Tensor* const> xs, Tensor& y, LayerCache& cache) const {
+  if (xs.size() == 1) {
+    forward(ctx, params, *xs[0], y, cache);
+    return;
+  }
+  if (cache.saved.size() < kLayerSlots) cache.saved.resize(kLayerSlots);
+  const Tensor& value = *xs[1];
+  core_.forward(ctx, params, *xs[0], xs.size() == 3 ? *xs[2] : value, value, y, cache);
+  if (ctx.training && xs.size() == 2) keep(cache, kDKeyInput, value.shape(), value);
+}
+
+void MultiHeadAttention::backward_inputs(const ForwardContext& ctx, std::span<const Tensor> params,
+                                         std::span<Tensor> grads, std::span<const Tensor* const> xs, const Tensor& y,
+                                         const Tensor& dy, std::span<Tensor* const> dxs,
+                                         const LayerCache& cache) const {
+  if (xs.size() == 1) {
+    backward(ctx, params, grads, *xs[0], y, dy, dxs[0], cache);
+    return;
+  }
+  const Tensor& value = *xs[1];
+  if (xs.size() == 3) {
+    core_.backward(ctx, params, grads, *xs[0], *xs[2], value, dy, dxs[0], dxs[2], dxs[1], cache);
+    return;
+  }
+  Tensor* dvalue = dxs[1];
+  if (dvalue == nullptr) {
+    core_.backward(ctx, params, grads, *xs[0], value, value, dy, dxs[0], nullptr, nullptr, cache);
+    return;
+  }
+  // The value is also the key: its gradient is the sum of both.
+  Tensor dkey = scratch(cache, kDKeyInput, value.shape(), dy.device());
+  core_.backward(ctx, params, grads, *xs[0], value, value, dy, dxs[0], &dkey, dvalue, cache);
+  ops::on_device(*ctx.ops, "attention", {dvalue, &dkey}, [&] {
+    float* out = f32(*dvalue);
+    const float* a = f32(dkey);
+    for (int64_t i = 0; i < dvalue->numel(); ++i) out[i] += a[i];
   });
 }
 

@@ -1,6 +1,8 @@
 // Multi-head attention with Keras MultiHeadAttention semantics: the
-// three-input core (query, key, value) and the single-input layer
-// multi_head_attention (self-attention: query = key = value = its input).
+// three-input core (query, key, value) and the layer multi_head_attention,
+// on one input (self-attention: query = key = value = its input) or, like
+// Keras's call(query, value, key=None), on inputs [query, value] (key =
+// value) or [query, value, key].
 //
 // Per example, with H heads, key_dim Dk and value_dim Dv:
 //   Q = query Wq + bq (Tq, H, Dk)   K = key Wk + bk (Tk, H, Dk)   V = value Wv + bv (Tk, H, Dv)
@@ -87,14 +89,18 @@ class AttentionCore {
   int64_t value_dim_ = 0, out_dim_ = 0;
 };
 
-// multi_head_attention: self-attention on one (B, T, d) input; y (B, T, d_out).
-// The input gradient is the sum of the core's query, key and value gradients.
+// multi_head_attention on `arity` inputs (1, 2 or 3):
+//   1: self-attention on x (B, T, d); y (B, T, d_out). The input gradient is
+//      the sum of the core's query, key and value gradients.
+//   2: [query (B, Tq, dq), value (B, Tk, dv)], the value also the key.
+//   3: [query, value, key (B, Tk, dk)].
 class MultiHeadAttention : public Layer {
  public:
-  MultiHeadAttention(AttentionOptions options, std::string name);
+  MultiHeadAttention(AttentionOptions options, std::string name, int arity = 1);
 
   std::string type() const override { return "multi_head_attention"; }
   std::vector<std::string_view> ops() const override { return AttentionCore::ops(); }
+  int arity() const override { return arity_; }
   // REQUIRES: input is (time, features); anything else is a config error.
   Result<Shape> build(const Shape& input) override;
   std::vector<ParamSpec> params() const override { return core_.params(); }
@@ -102,11 +108,19 @@ class MultiHeadAttention : public Layer {
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  // Two or three inputs: [query, value] or [query, value, key].
+  Result<Shape> build_inputs(std::span<const Shape> inputs) override;
+  void forward_inputs(const ForwardContext& ctx, std::span<Tensor> params, std::span<const Tensor* const> xs,
+                      Tensor& y, LayerCache& cache) const override;
+  void backward_inputs(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
+                       std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
+                       std::span<Tensor* const> dxs, const LayerCache& cache) const override;
 
   const AttentionCore& core() const { return core_; }
 
  private:
   AttentionCore core_;
+  int arity_;
 };
 
 }  // namespace dtrain

@@ -167,6 +167,11 @@ Result<LayerPtr> make_multi_head_attention(const LayerSpec& s) {
   if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) {
     return config_error(fmt::format("{}dropout must be in [0, 1); got {}", where, s.dropout));
   }
+  if (s.inputs.size() > 3) {
+    return config_error(fmt::format("{}takes one input (self-attention), [query, value] or [query, value, key]; "
+                                    "got {} inputs",
+                                    where, s.inputs.size()));
+  }
   AttentionOptions o;
   o.num_heads = s.num_heads;
   o.key_dim = s.key_dim;
@@ -177,7 +182,8 @@ Result<LayerPtr> make_multi_head_attention(const LayerSpec& s) {
   o.causal = s.use_causal_mask;
   o.kernel_init = s.kernel_initializer;
   o.bias_init = s.bias_initializer;
-  return LayerPtr(std::make_unique<MultiHeadAttention>(std::move(o), s.name));
+  const int arity = s.inputs.size() >= 2 ? static_cast<int>(s.inputs.size()) : 1;
+  return LayerPtr(std::make_unique<MultiHeadAttention>(std::move(o), s.name, arity));
 }
 
 struct Entry {

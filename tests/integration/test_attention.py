@@ -100,3 +100,44 @@ def test_attention_dropout_mirrored_matches_one_device(tmp_path):
     c = load_file(str(tmp_path / "plain" / "model.ckpt-10.safetensors"))
     k = "multi_head_attention/query/kernel"
     assert np.linalg.norm(c[k] - a[k]) / np.linalg.norm(a[k]) > 1e-4
+
+
+CROSS_JOB = """
+model:
+  input: {{shape: [8, 4]}}
+  layers:
+    - {{name: q, type: dense, units: 6, inputs: input}}
+    - {{name: halves, type: reshape, target_shape: [4, 8], inputs: input}}
+    - {{name: kv, type: dense, units: 5, inputs: halves}}
+    - {{name: cross, type: multi_head_attention, num_heads: 2, key_dim: 3, dropout: 0.2, inputs: [q, kv]}}
+    - {{type: global_avg_pool1d}}
+    - {{type: dense, units: 3}}
+  loss: sparse_softmax_cross_entropy
+optimizer: {{type: adam, learning_rate: 0.01}}
+data:
+  train: {{format: synthetic, synthetic: {{num_examples: 256, shape: [8, 4], num_classes: 3, seed: 5}},
+           batch_size: 24, shuffle: 256}}
+run: {{model_dir: {model_dir}, max_steps: 10, save_checkpoints_steps: 10, log_step_count_steps: 5, seed: 11}}
+"""
+
+
+def test_cross_attention_graph_validates_and_towers_match_one_device(tmp_path):
+    """Attention on [query, value] (8 query steps over 4 key/value steps):
+    validate --graph names both inputs and the shapes; towers(3) trains it to
+    the variables one_device gives."""
+    job = tmp_path / "cross.yaml"
+    job.write_text(CROSS_JOB.format(model_dir=tmp_path / "run"))
+    out = run_dtrain("validate", "--graph", job)
+    assert out.returncode == 0, out.stderr
+    row = next(l for l in out.stdout.splitlines() if l.startswith("cross "))
+    assert row.split() == ["cross", "multi_head_attention", "[8,", "6]", str(6 * 2 * 3 + 2 * 3 + 5 * 2 * 3 + 2 * 3 +
+                                                                          5 * 2 * 3 + 2 * 3 + 2 * 3 * 6 + 6), "q,", "kv"]
+    train(job, tmp_path / "one")
+    train(job, tmp_path / "towers", "strategy.type=towers", "strategy.devices=[cpu:0,cpu:1,cpu:2]")
+    a = load_file(str(tmp_path / "one" / "model.ckpt-10.safetensors"))
+    b = load_file(str(tmp_path / "towers" / "model.ckpt-10.safetensors"))
+    assert a["cross/key/kernel"].shape == (5, 2, 3)
+    assert a["cross/query/kernel"].shape == (6, 2, 3)
+    for k in a:
+        diff = np.linalg.norm(a[k] - b[k]) / max(np.linalg.norm(a[k]), 1e-12)
+        assert diff < 1e-5, (k, diff)
