@@ -147,8 +147,10 @@ Json job_json(const JobSpec& job) {
   Json input = {{"shape", m.input_shape}};
   // Only when not the default, so that a float32 job's model_hash stays what it was.
   if (m.input_dtype != "float32") input["dtype"] = m.input_dtype;
+  // A named input (model.inputs) keeps its form; the default name, input's.
+  const bool named = m.input_name != "input";
   return Json{
-      {"model", {{"input", input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}}},
+      {"model", {{named ? "inputs" : "input", named ? Json{{m.input_name, input}} : input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}}},
       {"optimizer",
        {{"type", o.type}, {"learning_rate", o.learning_rate},
         {"schedule", {{"type", sc.type}, {"decay_steps", sc.decay_steps}, {"decay_rate", sc.decay_rate},

@@ -103,6 +103,31 @@ void check_text_split(const Node* source, const std::string& path, std::vector<I
                    "fraction such as 0.1 beside it"});
 }
 
+// model.input or model.inputs (one entry): exactly one of them.
+void check_model_inputs(const Node& root, std::vector<Issue>& out) {
+  const Node* model = root.find("model");
+  if (model == nullptr || !model->is_mapping()) return;
+  const Node* input = model->find("input");
+  const Node* inputs = model->find("inputs");
+  if (!given(input) && !given(inputs)) {
+    out.push_back({model->loc, "model.input",
+                   "required key is missing; expected a mapping such as {shape: [28, 28, 1]} (or inputs: {NAME: "
+                   "{shape: [...]}} to name it)"});
+    return;
+  }
+  check_exclusive(model, "model", "input", "inputs", out);
+  if (inputs == nullptr || !inputs->is_mapping()) return;
+  if (inputs->entries.empty()) {
+    out.push_back({inputs->loc, "model.inputs", "has no input; expected one, e.g. {tokens: {shape: [128], dtype: int32}}"});
+  }
+  for (size_t i = 1; i < inputs->entries.size(); ++i) {
+    const Node& key = inputs->entries[i].first;
+    out.push_back({key.loc, "model.inputs." + key.text,
+                   "a second input; a model reads one input (" + in_quotes(inputs->entries[0].first.text) +
+                       "): every data format gives each example one features tensor"});
+  }
+}
+
 }  // namespace
 
 std::vector<Issue> semantic_checks(const Node& root) {
@@ -114,6 +139,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   }
   check_exclusive(root.find("run"), "run", "save_checkpoints_steps", "save_checkpoints_secs", out);
   check_layer_names(root, out);
+  check_model_inputs(root, out);
   check_devices(root, out);
   return out;
 }

@@ -322,6 +322,12 @@ DataSourceSpec read_source(const Node& node, bool repeat_default, const std::str
 void read_model(const Section& s, ModelSpec& m) {
   s.sub("input").read("shape", m.input_shape);
   s.sub("input").read("dtype", m.input_dtype);
+  if (const Node* inputs = s.get("inputs"); inputs != nullptr && !inputs->entries.empty()) {
+    const auto& [key, value] = inputs->entries.front();
+    m.input_name = key.text;
+    Section(&value).read("shape", m.input_shape);
+    Section(&value).read("dtype", m.input_dtype);
+  }
   if (const Node* layers = s.get("layers"))
     for (const Node& item : layers->items) m.layers.push_back(read_layer(item));
   name_layers(m.layers);

@@ -127,10 +127,15 @@ class Validator {
     const Json* props = s.contains("properties") ? &s["properties"] : nullptr;
     const Json* described = props != nullptr ? props : outer_props;
     const bool closed = s.contains("additionalProperties") && s["additionalProperties"] == false;
+    // additionalProperties as a schema: every other key's value must match it.
+    const Json* others =
+        s.contains("additionalProperties") && s["additionalProperties"].is_object() ? &s["additionalProperties"] : nullptr;
     for (const auto& [key, value] : node.entries) {
       if (node.find_key(key.text) != &key) continue;  // a duplicate key: reported by find_duplicate_keys
       if (props != nullptr && props->contains(key.text)) {
         check(value, (*props)[key.text], child_path(path, key.text));
+      } else if (others != nullptr) {
+        check(value, *others, child_path(path, key.text));
       } else if (closed) {
         const std::vector<std::string> names = property_names(s);
         report(key.loc, child_path(path, key.text),

@@ -258,9 +258,13 @@ bool Model::check_token_ids(const Model& model, const Layer& layer, const std::v
   for (int in : inputs) {
     if (layer.takes_token_ids() && !holds_ids(in)) {
       if (in == kModelInput) {
-        report(fmt::format("{} reads integer token ids, but the model input \"{}\" is float32; declare it as ids: "
-                           "model.input: {{shape: {}, dtype: int32}}",
-                           layer.type(), name_of(in), shape_str(model.input_shape_)));
+        const std::string fix =
+            model.input_name_ == "input"
+                ? fmt::format("model.input: {{shape: {}, dtype: int32}}", shape_str(model.input_shape_))
+                : fmt::format("model.inputs: {{{}: {{shape: {}, dtype: int32}}}}", model.input_name_,
+                              shape_str(model.input_shape_));
+        report(fmt::format("{} reads integer token ids, but the model input \"{}\" is float32; declare it as ids: {}",
+                           layer.type(), name_of(in), fix));
       } else {
         report(fmt::format("{} reads integer token ids, but its input \"{}\" is a layer output (float32); an embedding "
                            "reads the model's int32 input (directly or through reshape/flatten)",

@@ -181,3 +181,42 @@ TEST_CASE("layer specs: errors found when the model is built name the layer's pl
 
 }  // namespace
 }  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+TEST_CASE("model.inputs: a named input, read by name, round-trips through the resolved job; its errors") {
+  const JobSpec job = load_ok(R"(model:
+  inputs: {tokens: {shape: [16], dtype: int32}}
+  layers:
+    - {name: emb, type: embedding, input_dim: 10, output_dim: 4, inputs: tokens}
+    - {type: global_avg_pool1d}
+    - {type: dense, units: 2}
+)");
+  CHECK(job.model.input_name == "tokens");
+  CHECK(job.model.input_shape == std::vector<int64_t>{16});
+  CHECK(job.model.input_dtype == "int32");
+  CHECK(job.resolved_yaml.find("model:\n  inputs:\n    tokens:\n      shape: [16]\n      dtype: int32\n  layers:\n") == 0);
+  const JobSpec again = load_ok(job.resolved_yaml);
+  CHECK(again.model_hash == job.model_hash);
+  auto model = Model::build(job.model);
+  REQUIRE(model.ok());
+  CHECK((*model)->input_name() == "tokens");
+  CHECK((*model)->input_dtype() == DType::i32);
+  // The default layer above the first is the named input too.
+  CHECK(load_ok("model:\n  inputs: {x: {shape: [3]}}\n  layers:\n    - {type: dense, units: 2}\n").model.input_name == "x");
+
+  CHECK(load_error("model:\n  layers:\n    - {type: dense, units: 2}\n") ==
+        "job.yaml:2:3: model.input: required key is missing; expected a mapping such as {shape: [28, 28, 1]} (or "
+        "inputs: {NAME: {shape: [...]}} to name it)");
+  CHECK(load_error("model:\n  input: {shape: [3]}\n  inputs: {a: {shape: [16]}, b: {shape: [4]}}\n  layers:\n"
+                   "    - {type: dense, units: 2}\n") ==
+        "job.yaml:3:11: model.inputs: given together with input; expected only one of input, inputs\n"
+        "job.yaml:3:30: model.inputs.b: a second input; a model reads one input (\"a\"): every data format gives each "
+        "example one features tensor");
+  CHECK(load_error("model:\n  inputs: {a: {dtype: int32}}\n  layers:\n    - {type: dense, units: 2}\n") ==
+        "job.yaml:2:15: model.inputs.a.shape: required key is missing; expected a non-empty list of integers >= 1");
+}
+
+}  // namespace
+}  // namespace dtrain
