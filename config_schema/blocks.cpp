@@ -9,6 +9,7 @@
 #include <set>
 
 #include "config_schema/did_you_mean.hpp"
+#include "config_schema/keras_names.hpp"
 
 namespace dtrain {
 
@@ -382,18 +383,12 @@ BlockExpansion Expander::run() {
   for (const Node& l : layers->items) {
     if (l.is_mapping() && !name_of(l).empty()) taken.insert(name_of(l));
   }
-  std::map<std::string, int> next;
+  KerasNamer namer(std::move(taken));
   for (Node& l : layers->items) {
     if (!l.is_mapping() || l.find("block") != nullptr || !name_of(l).empty()) continue;
     const Node* type = l.find("type");
     if (type == nullptr || !type->is_scalar() || type->text.empty()) continue;
-    int& n = next[type->text];
-    std::string name;
-    do {
-      name = n == 0 ? type->text : type->text + "_" + std::to_string(n);
-      ++n;
-    } while (taken.count(name) != 0);
-    taken.insert(name);
+    const std::string name = namer.next(type->text);
     if (Node* existing = l.find("name")) {
       existing->text = name;
     } else {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "config_schema/data_files.hpp"
+#include "config_schema/keras_names.hpp"
 
 namespace dtrain {
 namespace {
@@ -143,17 +144,9 @@ void name_layers(std::vector<LayerSpec>& layers) {
   std::set<std::string> taken;
   for (const LayerSpec& l : layers)
     if (!l.name.empty()) taken.insert(l.name);
-  std::map<std::string, int> next;
+  KerasNamer namer(std::move(taken));
   for (LayerSpec& l : layers) {
-    if (!l.name.empty()) continue;
-    int& n = next[l.type];
-    std::string name;
-    do {
-      name = n == 0 ? l.type : l.type + "_" + std::to_string(n);
-      ++n;
-    } while (taken.count(name) != 0);
-    taken.insert(name);
-    l.name = name;
+    if (l.name.empty()) l.name = namer.next(l.type);
   }
 }
 
