@@ -212,8 +212,11 @@ void Expander::expand_use(const Node& use, size_t index, std::string& prev) {
   }
   int64_t repeat = 1;
   if (const Node* r = use.find("repeat")) {
-    if (value_type(*r) != ValueType::kInteger || as_int(*r) < 1) {
-      issue(*r, child_path(path, "repeat"), fmt::format("expected an integer >= 1; got {}", describe_value(*r)));
+    // At most kMaxRepeat copies: a deep ResNet repeats a block a few dozen times.
+    constexpr int64_t kMaxRepeat = 1000;
+    if (value_type(*r) != ValueType::kInteger || as_int(*r) < 1 || as_int(*r) > kMaxRepeat) {
+      issue(*r, child_path(path, "repeat"),
+            fmt::format("expected an integer from 1 to {}; got {}", kMaxRepeat, describe_value(*r)));
       return;
     }
     repeat = as_int(*r);

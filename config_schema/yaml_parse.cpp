@@ -1,5 +1,6 @@
 // parse_yaml: builds the Node tree from yaml-cpp parser events, keeping each
 // node's position, and turns yaml-cpp exceptions into positioned Errors.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -13,6 +14,20 @@
 
 namespace dtrain {
 namespace {
+
+// What a job file may hold, so that a file of aliases of aliases (a "billion
+// laughs") or a runaway generator ends in a clear error at once instead of
+// exhausting memory. Real jobs hold a few hundred nodes, a few levels deep.
+constexpr size_t kMaxNodes = 100000;
+constexpr size_t kMaxDepth = 64;
+constexpr size_t kMaxBytes = size_t{4} << 20;
+
+// Thrown by the tree builder when the document passes a limit; parse_yaml
+// turns it into a config error.
+struct LimitExceeded {
+  Location where;
+  std::string what;
+};
 
 class TreeBuilder : public YAML::EventHandler {
  public:
@@ -46,37 +61,46 @@ class TreeBuilder : public YAML::EventHandler {
       }
     }
     if (!spelled.empty()) {
-      finish(Node::scalar(spelled, at(mark)), anchor);
+      finish(Node::scalar(spelled, at(mark)), anchor, nodes_);
       return;
     }
     Location loc = at(mark);
     // yaml-cpp marks an empty mapping value at the next token; point at its key instead.
     if (!stack_.empty() && stack_.back().key && stack_.back().key->loc.line != loc.line) loc = stack_.back().key->loc;
-    finish(Node::scalar("", loc), anchor);
+    finish(Node::scalar("", loc), anchor, nodes_);
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
     auto it = anchors_.find(anchor);
+    const size_t size = it != anchors_.end() ? anchor_sizes_[anchor] : 1;
+    if (nodes_ + size > kMaxNodes) {
+      throw LimitExceeded{at(mark), "the alias " + alias_name(mark) + " expands the document past " +
+                                        std::to_string(kMaxNodes) + " nodes; expected at most that (a job file "
+                                        "holds a few hundred): check for aliases of aliases"};
+    }
+    nodes_ += size - 1;  // finish() counts the copy's root
     Node copy = it != anchors_.end() ? it->second : Node::scalar("", at(mark));
     copy.loc = at(mark);
-    finish(std::move(copy), 0);
+    finish(std::move(copy), 0, nodes_);
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     const bool is_string = tag == "!" || tag == "tag:yaml.org,2002:str";
-    finish(Node::scalar(value, at(mark), is_string), anchor);
+    finish(Node::scalar(value, at(mark), is_string), anchor, nodes_);
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value style) override {
-    stack_.push_back({Node::sequence(at(mark)), anchor, style == YAML::EmitterStyle::Flow, std::nullopt});
+    check_depth(mark);
+    stack_.push_back({Node::sequence(at(mark)), anchor, style == YAML::EmitterStyle::Flow, std::nullopt, nodes_});
   }
   void OnSequenceEnd() override { close(); }
 
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value style) override {
-    stack_.push_back({Node::mapping(at(mark)), anchor, style == YAML::EmitterStyle::Flow, std::nullopt});
+    check_depth(mark);
+    stack_.push_back({Node::mapping(at(mark)), anchor, style == YAML::EmitterStyle::Flow, std::nullopt, nodes_});
   }
   void OnMapEnd() override { close(); }
 
@@ -86,7 +110,23 @@ class TreeBuilder : public YAML::EventHandler {
     YAML::anchor_t anchor;
     bool flow;
     std::optional<Node> key;  // mapping: the key waiting for its value
+    size_t first_node = 0;    // nodes_ when the collection opened
   };
+
+  void check_depth(const YAML::Mark& mark) const {
+    if (stack_.size() >= kMaxDepth) {
+      throw LimitExceeded{at(mark), "collections nest deeper than " + std::to_string(kMaxDepth) +
+                                        " levels; expected at most that (a job file needs a few)"};
+    }
+  }
+
+  // "*name" as written at the alias's mark.
+  std::string alias_name(const YAML::Mark& mark) const {
+    if (mark.is_null() || mark.pos < 0 || static_cast<size_t>(mark.pos) >= text_.size()) return "here";
+    const std::string_view rest = text_.substr(static_cast<size_t>(mark.pos));
+    const size_t end = rest.find_first_of(" \t\r\n,]}#");
+    return std::string(rest.substr(0, std::min<size_t>(end, 64)));
+  }
 
   Location at(const YAML::Mark& mark) const {
     if (mark.is_null()) return {source_, 0, 0};
@@ -96,11 +136,19 @@ class TreeBuilder : public YAML::EventHandler {
   void close() {
     Frame frame = std::move(stack_.back());
     stack_.pop_back();
-    finish(std::move(frame.node), frame.anchor);
+    finish(std::move(frame.node), frame.anchor, frame.first_node);
   }
 
-  void finish(Node node, YAML::anchor_t anchor) {
-    if (anchor != 0) anchors_[anchor] = node;
+  void finish(Node node, YAML::anchor_t anchor, size_t first_node) {
+    ++nodes_;
+    if (nodes_ > kMaxNodes) {
+      throw LimitExceeded{node.loc, "the document holds more than " + std::to_string(kMaxNodes) +
+                                        " nodes; expected at most that (a job file holds a few hundred)"};
+    }
+    if (anchor != 0) {
+      anchors_[anchor] = node;
+      anchor_sizes_[anchor] = nodes_ - first_node;
+    }
     if (stack_.empty()) {
       root = std::move(node);
       return;
@@ -122,6 +170,8 @@ class TreeBuilder : public YAML::EventHandler {
   std::string_view text_;
   std::vector<Frame> stack_;
   std::map<YAML::anchor_t, Node> anchors_;
+  std::map<YAML::anchor_t, size_t> anchor_sizes_;  // nodes in each anchored value
+  size_t nodes_ = 0;                               // nodes in the tree so far, alias copies included
 };
 
 // yaml-cpp reports a tab in indentation as "illegal map value" somewhere
@@ -150,6 +200,10 @@ Error syntax_error(const Location& where, const std::string& what) {
 }  // namespace
 
 Result<Node> parse_yaml(std::string_view text, const std::string& source) {
+  if (text.size() > kMaxBytes) {
+    return config_error(source + ": the job file is " + std::to_string(text.size()) + " bytes; expected at most " +
+                        std::to_string(kMaxBytes) + " (a job file describes a run; data belongs in data files)");
+  }
   const std::string owned(text);
   TreeBuilder builder(source, owned);
   try {
@@ -159,6 +213,8 @@ Result<Node> parse_yaml(std::string_view text, const std::string& source) {
     TreeBuilder second(source, owned);
     if (parser.HandleNextDocument(second))
       return syntax_error(second.document_start, "a second YAML document (\"---\"); expected one job per file");
+  } catch (const LimitExceeded& e) {
+    return config_error(e.where.str() + ": " + e.what);
   } catch (const YAML::Exception& e) {
     Location where = e.mark.is_null() ? Location{source, 0, 0} : Location{source, e.mark.line + 1, e.mark.column + 1};
     if (auto tab = first_indent_tab(text, source, where.line))

@@ -190,7 +190,7 @@ TEST_CASE("blocks errors: each pinned with file:line:col, once, with the copy it
         "blocks.yaml:6:28: model.blocks.r.layers[0].block: block \"r\" uses itself; blocks cannot be recursive\nblocks.yaml:7:41: model.blocks.r.layers[1].units: unknown block parameter $n; block r declares no params");
   // repeat0
   CHECK(error_of("model:\n  input: {shape: [4]}\n  blocks:\n    b:\n      params: {units: required, on: true}\n      layers:\n        - {name: d1, type: dense, units: $units}\n        - {name: d2, type: dense, units: $units, when: $on}\n        - {name: out, type: add, inputs: [in, d2]}\n  layers:\n    - {name: x, block: b, repeat: 0, params: {units: 4}}\n") ==
-        "blocks.yaml:11:35: model.layers[0].repeat: expected an integer >= 1; got 0");
+        "blocks.yaml:11:35: model.layers[0].repeat: expected an integer from 1 to 1000; got 0");
   // unknown block
   CHECK(error_of("model:\n  input: {shape: [4]}\n  blocks:\n    b:\n      params: {units: required, on: true}\n      layers:\n        - {name: d1, type: dense, units: $units}\n        - {name: d2, type: dense, units: $units, when: $on}\n        - {name: out, type: add, inputs: [in, d2]}\n  layers:\n    - {name: x, block: c, params: {units: 4}}\n") ==
         "blocks.yaml:11:24: model.layers[0].block: unknown block \"c\"; defined: b");
