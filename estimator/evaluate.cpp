@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "datasets/pipeline.hpp"
+#include "engine/io/file_util.hpp"
 #include "estimator/estimator.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
@@ -152,14 +153,7 @@ Status Estimator::write_eval_outputs(const EvalResult& r) {
   for (const auto& [k, v] : r.metrics) j["metrics"][k] = v;
   const std::string text = j.dump(2) + "\n";
   for (const fs::path& p : {dir / fmt::format("metrics-{}.json", r.global_step), dir / "metrics.json"}) {
-    const fs::path tmp = p.string() + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << text;
-      if (!f) return runtime_error(fmt::format("cannot write {}", tmp.string()));
-    }
-    fs::rename(tmp, p, ec);
-    if (ec) return runtime_error(fmt::format("cannot write {}: {}", p.string(), ec.message()));
+    if (Status s = io::write_file_atomic(p.string(), {text}); !s) return s;
   }
   return Status::Ok();
 }

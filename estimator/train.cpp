@@ -1,6 +1,7 @@
 // The training loop: restore, then step -> hooks (log, summaries, NaN guard,
 // checkpoint, evaluation) until max_steps or a stop signal.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <fstream>
 
 #include "datasets/pipeline.hpp"
+#include "engine/io/file_util.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
 #include "estimator/estimator.hpp"
@@ -29,10 +31,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 Status write_text_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  if (!f) return runtime_error(fmt::format("cannot write {}", path.string()));
-  return Status::Ok();
+  return io::write_file_atomic(path.string(), {text});
 }
 
 }  // namespace
@@ -48,6 +47,13 @@ Status Estimator::train(bool evaluate_during) {
   if (chief) {
     fs::create_directories(run.model_dir, ec);
     if (ec) return runtime_error(fmt::format("cannot create model_dir {}: {}", run.model_dir, ec.message()));
+    // What killed writers (checkpoints, the index, summaries' metrics) left behind.
+    for (const fs::path& dir : {fs::path(run.model_dir), fs::path(run.model_dir) / "eval"}) {
+      const std::vector<std::string> stale = io::remove_stale_temporaries(dir.string());
+      if (stale.empty()) continue;
+      log_.info(fmt::format("removed {} temporary file{} in {} left by writers no longer running: {}", stale.size(),
+                            stale.size() == 1 ? "" : "s", dir.string(), fmt::join(stale, ", ")));
+    }
     if (Status s = write_text_file(fs::path(run.model_dir) / "job.resolved.yaml", job_.resolved_yaml); !s) return s;
   }
 

@@ -2,9 +2,11 @@
 #include "engine/io/file_util.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -94,8 +96,47 @@ int write_and_sync(std::FILE* f, const std::vector<std::string_view>& pieces) {
 
 }  // namespace
 
+namespace {
+
+std::string this_host() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  std::string host(buf);
+  for (char& c : host) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+    if (!keep) c = '_';
+  }
+  return host.empty() ? "unknown" : host;
+}
+
+// Whether process `pid` exists (it may belong to another user: EPERM).
+bool process_exists(long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+
+}  // namespace
+
+std::string temporary_name(const std::string& path) { return fmt::format("{}.tmp-{}-{}", path, this_host(), ::getpid()); }
+
+std::vector<std::string> remove_stale_temporaries(const std::string& dir) {
+  std::vector<std::string> removed;
+  const std::string mine = ".tmp-" + this_host() + "-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(mine);
+    if (at == std::string::npos || at == 0) continue;
+    const std::string digits = name.substr(at + mine.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(digits);
+    if (pid <= 0 || pid == ::getpid() || process_exists(pid)) continue;
+    if (std::filesystem::remove(entry.path(), ec) && !ec) removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
 Status write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  const std::string tmp = temporary_name(path);
   errno = 0;
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return runtime_error(fmt::format("{}: cannot create: {}", tmp, errno_message(errno)));

@@ -98,3 +98,51 @@ def test_deterministic_resume_keeps_the_thread_count(cnn_job, tmp_path):
     b = tensors(tmp_path / "ref" / "model.ckpt-100.safetensors")
     for name in a:
         assert np.array_equal(a[name], b[name]), name
+
+
+def host_tag():
+    """This host as temporary file names carry it (engine/io/file_util.cpp)."""
+    import re
+    import socket
+    return re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname()) or "unknown"
+
+
+def dead_pid():
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_kill_9_while_checkpointing_leaves_no_temporary_files_after_a_restart(mlp_job):
+    """kill -9 at moments a checkpoint is being written, several times; the
+    next run removes the temporary files of the dead writers (and says so),
+    leaves a running writer's alone, and resumes."""
+    job, model_dir = mlp_job(max_steps=100000, save_steps=1, keep=3)
+    model_dir.mkdir()
+    alive = model_dir / f"model.ckpt-8.safetensors.tmp-{host_tag()}-{os.getpid()}"
+    alive.write_bytes(b"being written")
+    caught = 0
+    for attempt in range(6):
+        proc = subprocess.Popen([dtrain_bin(), "train", str(job), "--no-eval"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline and proc.poll() is None:
+            tmp = [p for p in model_dir.glob(f"*.tmp-{host_tag()}-{proc.pid}")]
+            if tmp:
+                caught += 1
+                break
+        assert proc.poll() is None, "training ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    # One dead writer's file for sure, whatever the kills caught (each run
+    # also cleaned up after the runs killed before it).
+    planted = model_dir / f"model.ckpt-7.safetensors.tmp-{host_tag()}-{dead_pid()}"
+    planted.write_bytes(b"half-written")
+    leftover = sorted(p.name for p in model_dir.glob("*.tmp-*"))
+    assert planted.name in leftover and alive.name in leftover
+    out = run_dtrain("train", job, "--no-eval", "--log-format", "plain", "--set", "run.max_steps=1")
+    assert out.returncode == 0, out.stderr
+    removed = [l for l in out.stderr.splitlines() if "temporary file" in l]
+    assert len(removed) == 1 and f"removed {len(leftover) - 1} temporary file" in removed[0], (removed, leftover)
+    assert sorted(p.name for p in model_dir.glob("*.tmp-*")) == [alive.name]
+    print(f"kills that caught a checkpoint being written: {caught} of 6; files removed: {len(leftover) - 1}")

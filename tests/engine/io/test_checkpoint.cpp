@@ -4,6 +4,7 @@
 #include <doctest.h>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/checkpoint_index.hpp"
+#include "engine/io/file_util.hpp"
 #include "io_test_util.hpp"
 
 namespace dtrain {
@@ -158,7 +160,7 @@ TEST_CASE("checkpoint: failed saves are kRuntime errors that leave earlier check
   REQUIRE(save_checkpoint(dir.path(), make_data(200), 2).ok());
   const std::string index_before = testing::read_bytes(dir / "checkpoint");
   const std::string ckpt_before = testing::read_bytes(ckpt(dir, 100));
-  const std::string tmp = ckpt(dir, 300) + ".tmp-" + std::to_string(::getpid());
+  const std::string tmp = io::temporary_name(ckpt(dir, 300));
 
   SUBCASE("cannot create the temporary file") {
     fs::create_directory(tmp);
@@ -235,4 +237,47 @@ TEST_CASE("describe_checkpoint prints step, metadata and one row per tensor") {
         "  step_scale    []      F32    1e-07  1e-07  1e-07\n");
 }
 
+}  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+// A pid that no process has: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST_CASE("stale temporaries: only this host's files of writers no longer running are removed") {
+  testing::TempDir dir;
+  const std::string ours = io::temporary_name(dir / "model.ckpt-10.safetensors");
+  const std::string host_pid = ours.substr(ours.rfind(".tmp-") + 5);
+  const std::string host = host_pid.substr(0, host_pid.rfind('-'));
+  CHECK(host_pid == host + "-" + std::to_string(::getpid()));
+  const std::string dead = std::to_string(dead_pid());
+  const std::string stale_ckpt = "model.ckpt-20.safetensors.tmp-" + host + "-" + dead;
+  const std::string stale_index = "checkpoint.tmp-" + host + "-" + dead;
+  const std::string live_other = "model.ckpt-30.safetensors.tmp-" + host + "-" + std::to_string(::getppid());
+  const std::string other_host = "model.ckpt-40.safetensors.tmp-" + host + "x-" + dead;
+  const std::string legacy = "model.ckpt-50.safetensors.tmp-" + dead;
+  for (const std::string& name : {stale_ckpt, stale_index, live_other, other_host, legacy, std::string("notes.tmp-x")}) {
+    testing::write_bytes(dir / name, "half-written");
+  }
+  testing::write_bytes(ours, "being written");
+  fs::create_directory(dir / ("sub.tmp-" + host + "-" + dead));  // a directory: left
+  CHECK(io::remove_stale_temporaries(dir.path()) == std::vector<std::string>{stale_index, stale_ckpt});
+  CHECK_FALSE(fs::exists(dir / stale_ckpt));
+  CHECK_FALSE(fs::exists(dir / stale_index));
+  for (const std::string& name : {live_other, other_host, legacy, std::string("notes.tmp-x")}) {
+    CHECK(fs::exists(dir / name));
+  }
+  CHECK(fs::exists(ours));
+  CHECK(fs::is_directory(dir / ("sub.tmp-" + host + "-" + dead)));
+  CHECK(io::remove_stale_temporaries(dir / "missing").empty());
+}
+
+}  // namespace
 }  // namespace dtrain
