@@ -122,11 +122,13 @@ StopSignals::StopSignals() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &old_int_);
   sigaction(SIGTERM, &sa, &old_term_);
+  sigaction(SIGUSR1, &sa, &old_usr1_);
 }
 
 StopSignals::~StopSignals() {
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
+  sigaction(SIGUSR1, &old_usr1_, nullptr);
 }
 
 int StopSignals::last() const { return g_last_signal.load(); }

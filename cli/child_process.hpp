@@ -40,7 +40,7 @@ std::optional<int> try_reap(pid_t pid);
 // then reports).
 int free_port(bool loopback_only);
 
-// Catches SIGINT and SIGTERM while it lives, remembering the last one and
+// Catches SIGINT, SIGTERM and SIGUSR1 (a batch scheduler's warning) while it lives, remembering the last one and
 // counting them, and puts the previous handlers back when destroyed. For the
 // commands that watch other processes (launch, server, --remote-cluster) and
 // decide themselves what a signal means. One at a time per process.
@@ -54,7 +54,7 @@ class StopSignals {
   int count() const;  // how many were caught
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {}, old_term_ {}, old_usr1_ {};
 };
 
 // This executable's path (/proc/self/exe), for starting more dtrain processes.

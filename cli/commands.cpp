@@ -212,10 +212,14 @@ int run_train(const Args& a) {
   if (training_task) {
     std::signal(SIGINT, on_late_signal);
     std::signal(SIGTERM, on_late_signal);
+    std::signal(SIGUSR1, on_late_signal);
   }
   Status s = training_task ? (*est)->train(!a.no_eval) : (*est)->evaluate_continuously();
   if (!s) {
-    if (cluster && training_task) cluster->client().report_error(s.error().message);
+    // Stopped by a signal is not a failure: every task stopped at the same step.
+    if (cluster && training_task && s.error().kind != ErrorKind::kStopped) {
+      cluster->client().report_error(s.error().message);
+    }
     return fail(s.error());
   }
   if (cluster) cluster->finish();

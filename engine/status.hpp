@@ -16,9 +16,13 @@ enum class ExitCode : int {
   kUsage = 2,        // bad command line or job file (config)
   kData = 3,         // bad data file or checkpoint contents
   kCluster = 4,      // a task of the cluster died, hung or never arrived
+  kStopped = 75,     // stopped early by a signal, checkpoint saved: run the same command to resume
+                     // (EX_TEMPFAIL of sysexits.h, "try again later")
 };
 
-enum class ErrorKind { kConfig, kData, kRuntime, kCluster };
+// kStopped: not a failure; training stopped on request (SIGTERM, SIGINT,
+// SIGUSR1) after saving a checkpoint.
+enum class ErrorKind { kConfig, kData, kRuntime, kCluster, kStopped };
 
 inline ExitCode exit_code_for(ErrorKind k) {
   switch (k) {
@@ -26,6 +30,7 @@ inline ExitCode exit_code_for(ErrorKind k) {
     case ErrorKind::kData: return ExitCode::kData;
     case ErrorKind::kRuntime: return ExitCode::kFailure;
     case ErrorKind::kCluster: return ExitCode::kCluster;
+    case ErrorKind::kStopped: return ExitCode::kStopped;
   }
   return ExitCode::kFailure;
 }

@@ -27,6 +27,16 @@ namespace {
 std::atomic<int> g_stop_signal{0};
 extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
+// "SIGTERM" for a stop signal's number (as the log says it).
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -142,15 +152,19 @@ Status Estimator::train(bool evaluate_during) {
   }
 
   g_stop_signal.store(0);
+  // SIGUSR1 too: batch schedulers' warning before the end of a job
+  // (Slurm's --signal=USR1@90).
   auto old_int = std::signal(SIGINT, on_stop_signal);
   auto old_term = std::signal(SIGTERM, on_stop_signal);
+  auto old_usr1 = std::signal(SIGUSR1, on_stop_signal);
   struct RestoreSignals {
-    decltype(old_int) i, t;
+    decltype(old_int) i, t, u;
     ~RestoreSignals() {
       std::signal(SIGINT, i);
       std::signal(SIGTERM, t);
+      std::signal(SIGUSR1, u);
     }
-  } restore_signals{old_int, old_term};
+  } restore_signals{old_int, old_term, old_usr1};
 
   const auto start = Clock::now();
   auto window_start = Clock::now(), last_save = Clock::now();
@@ -262,16 +276,17 @@ Status Estimator::train(bool evaluate_during) {
     }
     if (stop_sig < 0) {
       log_.end_progress();
-      return runtime_error(fmt::format("stopped at step {} because another task of the cluster received a stop "
-                                       "signal; the chief saved a checkpoint; run the same command to resume",
-                                       global_step_));
+      return Error{ErrorKind::kStopped,
+                   fmt::format("stopped at step {} because another task of the cluster received a stop signal; the "
+                               "chief saved a checkpoint; run the same command to resume",
+                               global_step_)};
     }
     if (stop_sig != 0) {
       log_.end_progress();
-      return runtime_error(fmt::format("stopped by signal {} at step {}; checkpoint {} saved; run the same command "
-                                       "to resume",
-                                       stop_sig, global_step_,
-                                       chief ? last_checkpoint_ : std::string("by the chief")));
+      return Error{ErrorKind::kStopped,
+                   fmt::format("stopped by {} at step {}; checkpoint {} saved; run the same command to resume",
+                               signal_name(stop_sig), global_step_,
+                               chief ? last_checkpoint_ : std::string("by the chief"))};
     }
   }
   if (chief && saved_step != global_step_ && global_step_ > 0) {

@@ -4,6 +4,7 @@ roles; a task that dies or never arrives stops the others within the timeout,
 naming it; a restarted cluster resumes from the latest checkpoint."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -217,6 +218,34 @@ def test_sigkill_of_a_worker_stops_the_others_naming_it_and_a_restart_resumes(tm
     assert f"resuming from {tmp_path / 'run'}/model.ckpt-{saved}.safetensors at step {saved}" in chief_err
     assert f"starting at the chief's step {saved}" in results[("worker", 0)][1]
     assert (tmp_path / "run" / f"model.ckpt-{finish}.safetensors").exists()
+
+
+def test_sigusr1_to_one_worker_stops_every_task_at_one_step_exit_75_and_a_restart_resumes(tmp_path):
+    """A scheduler's warning (SIGUSR1) reaching one worker only: every task
+    stops after the same step, the chief saves it, all exit 75 ("stopped
+    early, checkpoint saved, run the same command to resume"), and the same
+    command resumes from that step."""
+    job = mlp_collective_job(tmp_path, 16, max_steps=100000, save_steps=100000)
+    args = ["--model-dir", tmp_path / "run", "--no-eval"]
+    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=30).start_all()
+    assert cluster.wait_for_output(("chief", 0), "step 5/", 120), cluster.output_so_far(("chief", 0))
+    cluster.procs[("worker", 1)].send_signal(signal.SIGUSR1)
+    results = cluster.wait(timeout=60)
+    steps = set()
+    for task, (code, err) in results.items():
+        assert code == 75, (task, err[-2000:])
+        m = re.search(r"stopped (?:by SIGUSR1 )?at step (\d+)", err)
+        assert m, (task, err[-2000:])
+        steps.add(int(m.group(1)))
+    assert len(steps) == 1, steps
+    (step,) = steps
+    assert "stopped by SIGUSR1 at step" in results[("worker", 1)][1]
+    assert (tmp_path / "run" / f"model.ckpt-{step}.safetensors").exists()
+    cluster = Cluster(job, args + ["--set", f"run.max_steps={step + 5}"], chief=True, workers=2, timeout_secs=30)
+    results = cluster.start_all().wait(timeout=180)
+    for task, (code, err) in results.items():
+        assert code == 0, (task, err[-2000:])
+    assert f"at step {step}" in results[("chief", 0)][1]
 
 
 def test_a_worker_that_never_starts_fails_the_rendezvous_naming_it(tmp_path):

@@ -2,11 +2,13 @@
 resumes bit-identically (deterministic: true); a NaN loss stops with the step and
 keeps the last good checkpoint; a changed model refuses the old checkpoint."""
 import os
+import re
 import signal
 import subprocess
 import time
 
 import numpy as np
+import pytest
 from safetensors.numpy import load_file
 
 from conftest import dtrain_bin, run_dtrain
@@ -69,17 +71,27 @@ def test_changed_model_refuses_old_checkpoint(mlp_job):
     assert "dense_1/kernel: the model has shape [64, 10], the checkpoint [32, 10]" in out.stderr
 
 
-def test_sigterm_saves_a_checkpoint_and_resumes(mlp_job):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1, signal.SIGINT])
+def test_a_stop_signal_saves_a_checkpoint_exits_75_and_the_same_command_resumes(mlp_job, sig):
+    """SIGTERM, SIGINT and SIGUSR1 (Slurm's --signal=USR1@90 warning) save a
+    checkpoint at the step and exit 75, which means "stopped early, checkpoint
+    saved: run the same command to resume" (a NaN loss exits 1)."""
     job, model_dir = mlp_job(max_steps=100000, save_steps=100000)
     proc = subprocess.Popen([dtrain_bin(), "train", str(job), "--no-eval", "--log-format", "plain"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1
-    assert "stopped by signal" in err
+    assert proc.returncode == 75, err
+    m = re.search(r"dtrain: stopped by (\w+) at step (\d+); checkpoint (\S+) saved; run the same command to resume",
+                  err)
+    assert m and m.group(1) == sig.name, err
     saved = list(model_dir.glob("model.ckpt-*.safetensors"))
-    assert len(saved) == 1
+    assert [str(p) for p in saved] == [m.group(3)]
+    step = int(m.group(2))
+    out = run_dtrain("train", job, "--no-eval", "--log-format", "plain", "--set", f"run.max_steps={step + 3}")
+    assert out.returncode == 0, out.stderr
+    assert f"resuming from {m.group(3)} at step {step}" in out.stderr
 
 
 def test_deterministic_resume_keeps_the_thread_count(cnn_job, tmp_path):
