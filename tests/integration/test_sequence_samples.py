@@ -14,7 +14,7 @@ SAMPLES = SOURCE_ROOT / "sample_configs"
 # token embeddings, then an MLP. It sees the tokens' counts and nothing of
 # their order, and the counts carry nothing about the label.
 BAG_MODEL = """model:
-  input: {shape: [16]}
+  input: {shape: [16], dtype: int32}
   layers:
     - {name: token_embedding, type: embedding, input_dim: 32, output_dim: 32}
     - {name: pool, type: global_avg_pool1d}
