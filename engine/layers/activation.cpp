@@ -1,14 +1,15 @@
-// Activations: relu and softmax as plain loops, gelu/tanh/sigmoid through
-// oneDNN's vectorised eltwise kernels.
+// Activations: relu and softmax as plain loops split over the OpenMP team,
+// gelu/tanh/sigmoid through oneDNN's vectorised eltwise kernels.
 #include "engine/layers/activation.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cassert>
-#include <cmath>
 
 #include "engine/kernels/eltwise.hpp"
+#include "engine/kernels/parallel.hpp"
+#include "engine/kernels/softmax.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/dispatch.hpp"
 
@@ -24,31 +25,18 @@ kernels::EltwiseKind eltwise_of(ActivationKind k) {
   }
 }
 
+// Row by row (kernels/softmax.hpp), the rows split over the OpenMP team.
 void softmax_rows(const float* x, float* y, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = x + r * n;
-    float* out = y + r * n;
-    const float m = *std::max_element(in, in + n);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-      out[j] = std::exp(in[j] - m);
-      sum += out[j];
-    }
-    const float inv = 1.0f / sum;
-    for (int64_t j = 0; j < n; ++j) out[j] *= inv;
-  }
+  kernels::parallel_ranges(rows, n, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) kernels::softmax_row(x + r * n, y + r * n, n, n);
+  });
 }
 
 // dx = y * (dy - sum(dy * y)) per row.
 void softmax_backward_rows(const float* y, const float* dy, float* dx, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = y + r * n;
-    const float* g = dy + r * n;
-    float* out = dx + r * n;
-    float dot = 0.0f;
-    for (int64_t j = 0; j < n; ++j) dot += g[j] * yr[j];
-    for (int64_t j = 0; j < n; ++j) out[j] = yr[j] * (g[j] - dot);
-  }
+  kernels::parallel_ranges(rows, n, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) kernels::softmax_backward_row(y + r * n, dy + r * n, dx + r * n, n);
+  });
 }
 
 }  // namespace
@@ -68,11 +56,6 @@ Result<ActivationKind> Activation::parse(const std::string& name) {
 }
 
 const std::string& Activation::function() const { return names()[static_cast<size_t>(kind_)]; }
-
-namespace {
-// Below this many elements a parallel region costs more than it saves.
-constexpr int64_t kParallelElements = 1 << 16;
-}  // namespace
 
 Result<Shape> Activation::build(const Shape& input) {
   if (kind_ == ActivationKind::kSoftmax) {
@@ -97,7 +80,7 @@ void Activation::forward_kernel(const Tensor& x, Tensor& y) const {
   switch (kind_) {
     case ActivationKind::kRelu:
       // Memory-bound: split large tensors over oneDNN's OpenMP threads.
-#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+#pragma omp parallel for simd schedule(static) if (n >= kernels::kParallelElements)
       for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
       break;
     case ActivationKind::kSoftmax:
@@ -127,7 +110,7 @@ void Activation::backward_kernel(const Tensor& x, const Tensor& y, const Tensor&
   switch (kind_) {
     case ActivationKind::kRelu: {
       // Both loads are unconditional so the select vectorises (no branch).
-#pragma omp parallel for simd schedule(static) if (n >= kParallelElements)
+#pragma omp parallel for simd schedule(static) if (n >= kernels::kParallelElements)
       for (int64_t i = 0; i < n; ++i) {
         const float gi = g[i];
         out[i] = yp[i] > 0.0f ? gi : 0.0f;

@@ -1,7 +1,8 @@
 // Multi-head attention: the projections and the per-head products are
 // ops::matmul (the per-head ones batched over examples x heads, on head-major
 // copies); the head permutes, masking, softmax and attention dropout are
-// float32 loops run through on_device as the "attention" op.
+// float32 loops run through on_device as the "attention" op, their rows
+// split over the OpenMP team (kernels/parallel.hpp).
 #include "engine/layers/attention.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +13,8 @@
 #include <utility>
 
 #include "engine/kernels/matmul.hpp"
+#include "engine/kernels/parallel.hpp"
+#include "engine/kernels/softmax.hpp"
 #include "engine/layers/dropout.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/core.hpp"
@@ -88,16 +91,18 @@ void permute_heads(const ops::Context& oc, const Tensor& src, Tensor& dst, int64
   ops::on_device(oc, "attention", {&src, &dst}, [&] {
     const float* in = f32(src);
     float* out = f32(dst);
-    for (int64_t n = 0; n < b; ++n) {
-      for (int64_t i = 0; i < t; ++i) {
+    // One item per (example, position): h rows of d elements.
+    kernels::parallel_ranges(b * t, h * d, [&](int64_t first, int64_t last) {
+      for (int64_t nt = first; nt < last; ++nt) {
+        const int64_t n = nt / t, i = nt % t;
         for (int64_t k = 0; k < h; ++k) {
-          const int64_t tok = ((n * t + i) * h + k) * d, head = ((n * h + k) * t + i) * d;
+          const int64_t tok = (nt * h + k) * d, head = ((n * h + k) * t + i) * d;
           const float* from = in + (to_heads ? tok : head);
           float* to = out + (to_heads ? head : tok);
           for (int64_t e = 0; e < d; ++e) to[e] = scale * from[e];
         }
       }
-    }
+    });
   });
 }
 
@@ -107,20 +112,12 @@ void softmax_rows(const ops::Context& oc, Tensor& p, int64_t tq, int64_t tk, boo
   ops::on_device(oc, "attention", {&p}, [&] {
     float* base = f32(p);
     const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
-    for (int64_t r = 0; r < rows; ++r) {
-      float* row = base + r * tk;
-      const int64_t valid = causal ? std::min(tk, r % tq + 1) : tk;
-      float top = row[0];
-      for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
-      float sum = 0.0f;
-      for (int64_t j = 0; j < valid; ++j) {
-        row[j] = std::exp(row[j] - top);
-        sum += row[j];
+    kernels::parallel_ranges(rows, tk, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        float* row = base + r * tk;
+        kernels::softmax_row(row, row, causal ? std::min(tk, r % tq + 1) : tk, tk);
       }
-      const float inv = 1.0f / sum;
-      for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
-      for (int64_t j = valid; j < tk; ++j) row[j] = 0.0f;
-    }
+    });
   });
 }
 
@@ -133,16 +130,15 @@ void softmax_backward(const ops::Context& oc, const Tensor& p, const Tensor* mas
     const float* mp = mask != nullptr ? f32(*mask) : nullptr;
     float* gp = f32(g);
     const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* pr = pp + r * tk;
-      float* gr = gp + r * tk;
-      if (mp != nullptr) {
-        for (int64_t j = 0; j < tk; ++j) gr[j] *= mp[r * tk + j];
+    kernels::parallel_ranges(rows, tk, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        float* gr = gp + r * tk;
+        if (mp != nullptr) {
+          for (int64_t j = 0; j < tk; ++j) gr[j] *= mp[r * tk + j];
+        }
+        kernels::softmax_backward_row(pp + r * tk, gr, gr, tk);
       }
-      float dot = 0.0f;
-      for (int64_t j = 0; j < tk; ++j) dot += gr[j] * pr[j];
-      for (int64_t j = 0; j < tk; ++j) gr[j] = pr[j] * (gr[j] - dot);
-    }
+    });
   });
 }
 
@@ -262,12 +258,16 @@ void AttentionCore::forward(const ForwardContext& ctx, std::span<const Tensor> p
     const int64_t n = d.h * d.tq * d.tk;  // mask elements per example
     ops::on_device(oc, "attention", {&p, &mask, &dropped}, [&] {
       float* mp = f32(mask);
-      for (int64_t r = 0; r < d.b; ++r) {
-        dropout_mask(key_bits, static_cast<uint64_t>(ctx.example_offset + r), o_.dropout, mp + r * n, n);
-      }
+      kernels::parallel_ranges(d.b, n, [&](int64_t first, int64_t last) {
+        for (int64_t r = first; r < last; ++r) {
+          dropout_mask(key_bits, static_cast<uint64_t>(ctx.example_offset + r), o_.dropout, mp + r * n, n);
+        }
+      });
       const float* pp = f32(p);
       float* dp = f32(dropped);
-      for (int64_t i = 0; i < d.b * n; ++i) dp[i] = pp[i] * mp[i];
+      kernels::parallel_ranges(d.b * n, 1, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) dp[i] = pp[i] * mp[i];
+      });
     });
     attn = &dropped;
   }
@@ -390,7 +390,9 @@ void MultiHeadAttention::backward(const ForwardContext& ctx, std::span<const Ten
     float* out = f32(*dx);
     const float* a = f32(dkey);
     const float* b = f32(dvalue);
-    for (int64_t i = 0; i < dx->numel(); ++i) out[i] += a[i] + b[i];
+    kernels::parallel_ranges(dx->numel(), 1, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) out[i] += a[i] + b[i];
+    });
   });
 }
 

@@ -1,5 +1,8 @@
 // Batch normalization with plain per-channel loops (rows outer, channels
 // inner, so the inner loops vectorise); statistics accumulate in double.
+// The sums over rows are kernels::column_sums (chunks of rows in parallel,
+// added in a fixed order) and the elementwise passes split the rows over the
+// OpenMP team: results do not depend on the number of threads.
 #include "engine/layers/batch_norm.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/kernels/parallel.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/dispatch.hpp"
 
@@ -52,10 +56,10 @@ void BatchNorm::forward(const ForwardContext& ctx, std::span<Tensor> params, con
     // double; with `across` each is summed over the replicas in between.
     std::vector<double> sum(static_cast<size_t>(c) + 1, 0.0);
     ops::on_device(*ctx.ops, "batch_norm", {&x}, [&] {
-      for (int64_t r = 0; r < rows; ++r) {
+      kernels::column_sums(rows, c, c, sum.data(), [&](int64_t r, double* acc) {
         const float* row = xp + r * c;
-        for (int64_t j = 0; j < c; ++j) sum[static_cast<size_t>(j)] += row[j];
-      }
+        for (int64_t j = 0; j < c; ++j) acc[j] += row[j];
+      });
     });
     sum[static_cast<size_t>(c)] = static_cast<double>(rows);
     if (across != nullptr) across->all_reduce(sum);
@@ -63,13 +67,14 @@ void BatchNorm::forward(const ForwardContext& ctx, std::span<Tensor> params, con
     for (int64_t j = 0; j < c; ++j) mean[static_cast<size_t>(j)] = static_cast<float>(sum[static_cast<size_t>(j)] / total);
     std::vector<double> sq(static_cast<size_t>(c), 0.0);
     ops::on_device(*ctx.ops, "batch_norm", {&x}, [&] {
-      for (int64_t r = 0; r < rows; ++r) {
+      const float* mu = mean.data();
+      kernels::column_sums(rows, c, c, sq.data(), [&](int64_t r, double* acc) {
         const float* row = xp + r * c;
         for (int64_t j = 0; j < c; ++j) {
-          const double d = static_cast<double>(row[j]) - mean[static_cast<size_t>(j)];
-          sq[static_cast<size_t>(j)] += d * d;
+          const double d = static_cast<double>(row[j]) - mu[j];
+          acc[j] += d * d;
         }
-      }
+      });
     });
     if (across != nullptr) across->all_reduce(sq);
     for (int64_t j = 0; j < c; ++j) var[static_cast<size_t>(j)] = static_cast<float>(sq[static_cast<size_t>(j)] / total);
@@ -106,11 +111,13 @@ void BatchNorm::forward(const ForwardContext& ctx, std::span<Tensor> params, con
       shift[j] = beta[j] - mean_out[j] * scale[j];
     }
     auto* yp = static_cast<float*>(y.raw());
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* in = xp + r * c;
-      float* out = yp + r * c;
-      for (int64_t j = 0; j < c; ++j) out[j] = in[j] * scale[j] + shift[j];
-    }
+    kernels::parallel_ranges(rows, c, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        const float* in = xp + r * c;
+        float* out = yp + r * c;
+        for (int64_t j = 0; j < c; ++j) out[j] = in[j] * scale[j] + shift[j];
+      }
+    });
   });
 }
 
@@ -133,16 +140,18 @@ void BatchNorm::backward(const ForwardContext& ctx, std::span<const Tensor> para
   std::vector<double> sums(2 * static_cast<size_t>(c), 0.0);
   ops::on_device(*ctx.ops, "batch_norm_backward", {&x, &dy, &cache.saved[0], &cache.saved[1], &grads[0], &grads[1]},
                  [&] {
-    double* dbeta = sums.data();
-    double* dgamma = sums.data() + c;
-    for (int64_t r = 0; r < rows; ++r) {
+    kernels::column_sums(rows, c, 2 * c, sums.data(), [&](int64_t r, double* acc) {
       const float* in = xp + r * c;
       const float* gr = g + r * c;
+      double* dbeta = acc;
+      double* dgamma = acc + c;
       for (int64_t j = 0; j < c; ++j) {
         dbeta[j] += gr[j];
         dgamma[j] += static_cast<double>(gr[j]) * ((in[j] - mean[j]) * inv_std[j]);
       }
-    }
+    });
+    const double* dbeta = sums.data();
+    const double* dgamma = sums.data() + c;
     // The parameter gradients are this replica's part; the strategy sums
     // them over the replicas like every other gradient.
     auto* dgamma_out = static_cast<float*>(grads[0].raw());
@@ -170,15 +179,17 @@ void BatchNorm::backward(const ForwardContext& ctx, std::span<const Tensor> para
       mg[j] = batch_stats ? static_cast<float>(sums[static_cast<size_t>(c + j)] / total) : 0.0f;
     }
     auto* out = static_cast<float*>(dx->raw());
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* in = xp + r * c;
-      const float* gr = g + r * c;
-      float* o = out + r * c;
-      for (int64_t j = 0; j < c; ++j) {
-        const float xhat = (in[j] - mean[j]) * inv_std[j];
-        o[j] = a[j] * (gr[j] - mb[j] - xhat * mg[j]);
+    kernels::parallel_ranges(rows, c, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        const float* in = xp + r * c;
+        const float* gr = g + r * c;
+        float* o = out + r * c;
+        for (int64_t j = 0; j < c; ++j) {
+          const float xhat = (in[j] - mean[j]) * inv_std[j];
+          o[j] = a[j] * (gr[j] - mb[j] - xhat * mg[j]);
+        }
       }
-    }
+    });
   });
 }
 

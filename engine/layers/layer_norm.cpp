@@ -1,5 +1,8 @@
-// Layer normalization with plain per-row loops; row statistics and the
-// parameter-gradient sums accumulate in double.
+// Layer normalization with plain per-row loops; row statistics (8 partial
+// sums a row, so that they vectorise) and the parameter-gradient sums
+// accumulate in double. Rows are split over the
+// OpenMP team; the parameter gradients are kernels::column_sums (chunks of
+// rows added in a fixed order): results do not depend on the thread count.
 #include "engine/layers/layer_norm.hpp"
 
 #include <fmt/format.h>
@@ -8,10 +11,28 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/kernels/parallel.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {
+
+namespace {
+
+// The sum over j in [0, n) of f(j), over 8 interleaved partial sums added in
+// a fixed order: it vectorises, and the order depends on n alone.
+template <class F>
+double lane_sum(int64_t n, F&& f) {
+  double s[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) s[l] += f(j + l);
+  }
+  for (; j < n; ++j) s[j % 8] += f(j);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+}  // namespace
 
 Result<Shape> LayerNorm::build(const Shape& input) {
   if (input.empty() || input.back() <= 0) {
@@ -50,22 +71,23 @@ void LayerNorm::forward(const ForwardContext& ctx, std::span<Tensor> params, con
     auto* mean = static_cast<float*>(mean_t.raw());
     auto* inv_std = static_cast<float*>(inv_std_t.raw());
     auto* yp = static_cast<float*>(y.raw());
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* in = xp + r * c;
-      float* out = yp + r * c;
-      double sum = 0.0;
-      for (int64_t j = 0; j < c; ++j) sum += in[j];
-      const double m = sum / static_cast<double>(c);
-      double sq = 0.0;
-      for (int64_t j = 0; j < c; ++j) sq += (in[j] - m) * (in[j] - m);
-      const auto var = static_cast<float>(sq / static_cast<double>(c));
-      mean[r] = static_cast<float>(m);
-      inv_std[r] = 1.0f / std::sqrt(var + epsilon_);
-      for (int64_t j = 0; j < c; ++j) {
-        const float xhat = (in[j] - mean[r]) * inv_std[r];
-        out[j] = (gamma ? gamma[j] * xhat : xhat) + (beta ? beta[j] : 0.0f);
+    kernels::parallel_ranges(rows, c, [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        const float* in = xp + r * c;
+        float* out = yp + r * c;
+        const double m = lane_sum(c, [&](int64_t j) { return static_cast<double>(in[j]); }) / static_cast<double>(c);
+        const double sq = lane_sum(c, [&](int64_t j) { return (in[j] - m) * (in[j] - m); });
+        const auto var = static_cast<float>(sq / static_cast<double>(c));
+        const auto mu = static_cast<float>(m);
+        const float is = 1.0f / std::sqrt(var + epsilon_);
+        mean[r] = mu;
+        inv_std[r] = is;
+        for (int64_t j = 0; j < c; ++j) {
+          const float xhat = (in[j] - mu) * is;
+          out[j] = (gamma ? gamma[j] * xhat : xhat) + (beta ? beta[j] : 0.0f);
+        }
       }
-    }
+    });
   });
 }
 
@@ -87,38 +109,42 @@ void LayerNorm::backward(const ForwardContext& ctx, std::span<const Tensor> para
     const auto* gamma = gamma_t ? static_cast<const float*>(gamma_t->raw()) : nullptr;
     const auto* mean = static_cast<const float*>(cache.saved[0].raw());
     const auto* inv_std = static_cast<const float*>(cache.saved[1].raw());
-    std::vector<double> dgamma(static_cast<size_t>(c), 0.0), dbeta(static_cast<size_t>(c), 0.0);
-    std::vector<float> gx(static_cast<size_t>(c));  // dy * gamma of one row
+    // sums[j] = dgamma, sums[c + j] = dbeta; each row also writes its dx.
+    std::vector<double> sums(2 * static_cast<size_t>(c));
     auto* out = dx ? static_cast<float*>(dx->raw()) : nullptr;
-    for (int64_t r = 0; r < rows; ++r) {
+    kernels::column_sums(rows, c, 2 * c, sums.data(), [&](int64_t r, double* acc) {
       const float* in = xp + r * c;
       const float* gr = g + r * c;
-      double sum_g = 0.0, sum_gx = 0.0;
+      double* dgamma = acc;
+      double* dbeta = acc + c;
+      const float mu = mean[r], is = inv_std[r];
       for (int64_t j = 0; j < c; ++j) {
-        const auto k = static_cast<size_t>(j);
-        const float xhat = (in[j] - mean[r]) * inv_std[r];
-        dgamma[k] += static_cast<double>(gr[j]) * xhat;
-        dbeta[k] += gr[j];
-        gx[k] = gamma ? gr[j] * gamma[j] : gr[j];
-        sum_g += gx[k];
-        sum_gx += static_cast<double>(gx[k]) * xhat;
+        const float xhat = (in[j] - mu) * is;
+        dgamma[j] += static_cast<double>(gr[j]) * xhat;
+        dbeta[j] += gr[j];
       }
-      if (out == nullptr) continue;
+      if (out == nullptr) return;
+      // gx = dy * gamma; dx = inv_std * (gx - mean(gx) - xhat * mean(gx * xhat)).
+      auto gx = [&](int64_t j) { return gamma ? gr[j] * gamma[j] : gr[j]; };
+      const double sum_g = lane_sum(c, [&](int64_t j) { return static_cast<double>(gx(j)); });
+      const double sum_gx = lane_sum(c, [&](int64_t j) { return static_cast<double>(gx(j)) * ((in[j] - mu) * is); });
       const auto mg = static_cast<float>(sum_g / static_cast<double>(c));
       const auto mgx = static_cast<float>(sum_gx / static_cast<double>(c));
       float* o = out + r * c;
       for (int64_t j = 0; j < c; ++j) {
-        const float xhat = (in[j] - mean[r]) * inv_std[r];
-        o[j] = inv_std[r] * (gx[static_cast<size_t>(j)] - mg - xhat * mgx);
+        const float xhat = (in[j] - mu) * is;
+        o[j] = is * (gx(j) - mg - xhat * mgx);
       }
-    }
+    });
+    const double* dgamma = sums.data();
+    const double* dbeta = sums.data() + c;
     if (dgamma_t) {
       auto* dg = static_cast<float*>(dgamma_t->raw());
-      for (int64_t j = 0; j < c; ++j) dg[j] = static_cast<float>(dgamma[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < c; ++j) dg[j] = static_cast<float>(dgamma[j]);
     }
     if (dbeta_t) {
       auto* db = static_cast<float*>(dbeta_t->raw());
-      for (int64_t j = 0; j < c; ++j) db[j] = static_cast<float>(dbeta[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < c; ++j) db[j] = static_cast<float>(dbeta[j]);
     }
   });
 }

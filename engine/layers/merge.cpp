@@ -2,6 +2,7 @@
 // concatenation along one axis. Every output and input gradient is its own
 // buffer (never a view of dy): the model graph adds gradients of a value
 // used twice into one buffer, which must not be shared with another input's.
+// The elementwise loops split their elements over the OpenMP team.
 #include "engine/layers/merge.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "engine/kernels/parallel.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/dispatch.hpp"
 
@@ -38,6 +40,56 @@ std::string shapes_of(std::span<const Shape> inputs) {
   return s;
 }
 
+// Merge's input gradients at elements [first, last).
+void merge_backward_range(MergeKind kind, std::span<const Tensor* const> xs, const Tensor& dy,
+                          std::span<Tensor* const> dxs, int64_t first, int64_t last) {
+  const int64_t n = last - first;
+  const float* g = in_f32(dy) + first;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (dxs[i] == nullptr) continue;
+    float* out = out_f32(*dxs[i]) + first;
+    switch (kind) {
+      case MergeKind::kAdd:
+        std::memcpy(out, g, static_cast<size_t>(n) * sizeof(float));
+        break;
+      case MergeKind::kSubtract: {
+        const float sign = i == 0 ? 1.0f : -1.0f;
+        for (int64_t e = 0; e < n; ++e) out[e] = sign * g[e];
+        break;
+      }
+      case MergeKind::kAverage: {
+        const float inv = 1.0f / static_cast<float>(xs.size());
+        for (int64_t e = 0; e < n; ++e) out[e] = g[e] * inv;
+        break;
+      }
+      case MergeKind::kMultiply:
+        // d/dx_i prod_j x_j = prod_{j != i} x_j, in input order.
+        std::memcpy(out, g, static_cast<size_t>(n) * sizeof(float));
+        for (size_t j = 0; j < xs.size(); ++j) {
+          if (j == i) continue;
+          const float* x = in_f32(*xs[j]) + first;
+          for (int64_t e = 0; e < n; ++e) out[e] *= x[e];
+        }
+        break;
+      case MergeKind::kMaximum:
+        // The gradient goes to the first input holding the maximum.
+        for (int64_t e = first; e < last; ++e) {
+          size_t arg = 0;
+          float best = in_f32(*xs[0])[e];
+          for (size_t j = 1; j < xs.size(); ++j) {
+            const float v = in_f32(*xs[j])[e];
+            if (v > best) {
+              best = v;
+              arg = j;
+            }
+          }
+          out[e - first] = arg == i ? g[e - first] : 0.0f;
+        }
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 std::string Merge::type() const {
@@ -65,31 +117,34 @@ void Merge::forward_inputs(const ForwardContext& ctx, std::span<Tensor>, std::sp
                            LayerCache&) const {
   prepare_output(y, xs[0]->shape(), xs);
   ops::on_device(*ctx.ops, type().c_str(), {xs[0], &y}, [&] {
-    const int64_t n = y.numel();
-    float* out = out_f32(y);
-    std::memcpy(out, in_f32(*xs[0]), static_cast<size_t>(n) * sizeof(float));
-    for (size_t i = 1; i < xs.size(); ++i) {
-      const float* x = in_f32(*xs[i]);
-      switch (kind_) {
-        case MergeKind::kAdd:
-        case MergeKind::kAverage:
-          for (int64_t e = 0; e < n; ++e) out[e] += x[e];
-          break;
-        case MergeKind::kSubtract:
-          for (int64_t e = 0; e < n; ++e) out[e] -= x[e];
-          break;
-        case MergeKind::kMultiply:
-          for (int64_t e = 0; e < n; ++e) out[e] *= x[e];
-          break;
-        case MergeKind::kMaximum:
-          for (int64_t e = 0; e < n; ++e) out[e] = x[e] > out[e] ? x[e] : out[e];
-          break;
+    float* y0 = out_f32(y);
+    kernels::parallel_ranges(y.numel(), static_cast<int64_t>(xs.size()), [&](int64_t first, int64_t last) {
+      const int64_t n = last - first;
+      float* out = y0 + first;
+      std::memcpy(out, in_f32(*xs[0]) + first, static_cast<size_t>(n) * sizeof(float));
+      for (size_t i = 1; i < xs.size(); ++i) {
+        const float* x = in_f32(*xs[i]) + first;
+        switch (kind_) {
+          case MergeKind::kAdd:
+          case MergeKind::kAverage:
+            for (int64_t e = 0; e < n; ++e) out[e] += x[e];
+            break;
+          case MergeKind::kSubtract:
+            for (int64_t e = 0; e < n; ++e) out[e] -= x[e];
+            break;
+          case MergeKind::kMultiply:
+            for (int64_t e = 0; e < n; ++e) out[e] *= x[e];
+            break;
+          case MergeKind::kMaximum:
+            for (int64_t e = 0; e < n; ++e) out[e] = x[e] > out[e] ? x[e] : out[e];
+            break;
+        }
       }
-    }
-    if (kind_ == MergeKind::kAverage) {
-      const float inv = 1.0f / static_cast<float>(xs.size());
-      for (int64_t e = 0; e < n; ++e) out[e] *= inv;
-    }
+      if (kind_ == MergeKind::kAverage) {
+        const float inv = 1.0f / static_cast<float>(xs.size());
+        for (int64_t e = 0; e < n; ++e) out[e] *= inv;
+      }
+    });
   });
 }
 
@@ -100,51 +155,9 @@ void Merge::backward_inputs(const ForwardContext& ctx, std::span<const Tensor>, 
     if (dx != nullptr) prepare_output(*dx, xs[0]->shape(), {&dy});
   }
   ops::on_device(*ctx.ops, "merge_backward", {&dy, xs[0]}, [&] {
-    const int64_t n = dy.numel();
-    const float* g = in_f32(dy);
-    for (size_t i = 0; i < xs.size(); ++i) {
-      if (dxs[i] == nullptr) continue;
-      float* out = out_f32(*dxs[i]);
-      switch (kind_) {
-        case MergeKind::kAdd:
-          std::memcpy(out, g, static_cast<size_t>(n) * sizeof(float));
-          break;
-        case MergeKind::kSubtract: {
-          const float sign = i == 0 ? 1.0f : -1.0f;
-          for (int64_t e = 0; e < n; ++e) out[e] = sign * g[e];
-          break;
-        }
-        case MergeKind::kAverage: {
-          const float inv = 1.0f / static_cast<float>(xs.size());
-          for (int64_t e = 0; e < n; ++e) out[e] = g[e] * inv;
-          break;
-        }
-        case MergeKind::kMultiply:
-          // d/dx_i prod_j x_j = prod_{j != i} x_j, in input order.
-          std::memcpy(out, g, static_cast<size_t>(n) * sizeof(float));
-          for (size_t j = 0; j < xs.size(); ++j) {
-            if (j == i) continue;
-            const float* x = in_f32(*xs[j]);
-            for (int64_t e = 0; e < n; ++e) out[e] *= x[e];
-          }
-          break;
-        case MergeKind::kMaximum:
-          // The gradient goes to the first input holding the maximum.
-          for (int64_t e = 0; e < n; ++e) {
-            size_t arg = 0;
-            float best = in_f32(*xs[0])[e];
-            for (size_t j = 1; j < xs.size(); ++j) {
-              const float v = in_f32(*xs[j])[e];
-              if (v > best) {
-                best = v;
-                arg = j;
-              }
-            }
-            out[e] = arg == i ? g[e] : 0.0f;
-          }
-          break;
-      }
-    }
+    kernels::parallel_ranges(dy.numel(), static_cast<int64_t>(xs.size()), [&](int64_t first, int64_t last) {
+      merge_backward_range(kind_, xs, dy, dxs, first, last);
+    });
   });
 }
 

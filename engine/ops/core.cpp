@@ -1,10 +1,14 @@
 // Elementwise and reduction ops: CPU kernels (plain loops), run on the
-// context's device through on_device().
+// context's device through on_device(). The elementwise ops and sum_rows
+// split their elements (sum_rows: its columns) over the OpenMP team; the
+// results do not depend on the number of threads.
 #include "engine/ops/core.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
+#include "engine/kernels/parallel.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain::ops {
@@ -26,8 +30,9 @@ void add_into(const Context& ctx, Tensor& acc, const Tensor& x) {
       [&] {
         float* a = out(acc);
         const float* g = in(x);
-        const int64_t n = acc.numel();
-        for (int64_t i = 0; i < n; ++i) a[i] += g[i];
+        kernels::parallel_ranges(acc.numel(), 1, [&](int64_t first, int64_t last) {
+          for (int64_t i = first; i < last; ++i) a[i] += g[i];
+        });
       },
       {x.device()});
 }
@@ -35,7 +40,9 @@ void add_into(const Context& ctx, Tensor& acc, const Tensor& x) {
 void scale(const Context& ctx, Tensor& x, float s) {
   on_device(ctx, "scale", {&x}, [&] {
     float* p = out(x);
-    for (int64_t i = 0; i < x.numel(); ++i) p[i] *= s;
+    kernels::parallel_ranges(x.numel(), 1, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) p[i] *= s;
+    });
   });
 }
 
@@ -45,7 +52,9 @@ void mul(const Context& ctx, const Tensor& a, const Tensor& b, Tensor& o) {
     const float* x = in(a);
     const float* y = in(b);
     float* z = out(o);
-    for (int64_t i = 0; i < o.numel(); ++i) z[i] = x[i] * y[i];
+    kernels::parallel_ranges(o.numel(), 1, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) z[i] = x[i] * y[i];
+    });
   });
 }
 
@@ -55,11 +64,17 @@ void sum_rows(const Context& ctx, const Tensor& x, Tensor& o) {
   on_device(ctx, "sum_rows", {&x, &o}, [&] {
     float* s = out(o);
     const float* p = in(x);
-    std::fill(s, s + n, 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = p + r * n;
-      for (int64_t j = 0; j < n; ++j) s[j] += row[j];
-    }
+    // Each column is summed in row order by one thread; a thread's columns
+    // are whole 64-byte lines (16 floats) where n allows.
+    const int64_t blocks = (n + 15) / 16;
+    kernels::parallel_ranges(blocks, rows * 16, [&](int64_t first, int64_t last) {
+      const int64_t lo = first * 16, hi = std::min(n, last * 16);
+      std::fill(s + lo, s + hi, 0.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = p + r * n;
+        for (int64_t j = lo; j < hi; ++j) s[j] += row[j];
+      }
+    });
   });
 }
 
