@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_precision import BenchError, baseline_rss, fmt_spread, machine_info, run_peak_rss, spread, \
+from bench_precision import BenchError, resolve_log_every, run_and_write, baseline_rss, fmt_spread, machine_info, run_peak_rss, spread, \
     wait_for_binary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -295,26 +295,8 @@ def main():
     a.pin = ["taskset", "-c", a.cpus] if a.cpus else []
     if a.rounds < 1 or a.steps < 1 or a.warmup < 1 or a.threads < 1:
         p.error("--rounds, --steps, --warmup and --threads must be at least 1")
-    if a.log_every == 0:
-        a.log_every = max(d for d in range(1, 11) if a.steps % d == 0 and a.warmup % d == 0)
-    if a.steps % a.log_every or a.warmup % a.log_every:
-        p.error(f"--log-every {a.log_every} must divide --steps and --warmup so warm-up windows are excluded")
-    if a.steps // a.log_every < 2:
-        p.error("--steps must span at least two log windows")
-    result = {"args": {k: v for k, v in vars(a).items()}, "runs": [], "summary": {}}
-    try:
-        run_all(a, result)
-    except BenchError as e:
-        result["error"] = str(e)
-        write_json(a, result)
-        sys.exit(str(e))
-    write_json(a, result)
-
-
-def write_json(a, result):
-    if a.json_out:
-        Path(a.json_out).write_text(json.dumps(result, indent=1, default=str) + "\n")
-        print(f"\nwrote {a.json_out}")
+    resolve_log_every(p, a)
+    run_and_write(a, run_all)
 
 
 if __name__ == "__main__":

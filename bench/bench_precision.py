@@ -304,6 +304,13 @@ def main():
         p.error("--rounds must be at least 3")
     if a.steps < 1 or a.warmup < 0 or a.threads < 1 or not a.batches:
         p.error("--steps >= 1, --warmup >= 0, --threads >= 1 and at least one batch size")
+    resolve_log_every(p, a)
+    run_and_write(a, run_all)
+
+
+def resolve_log_every(p, a):
+    """--log-every 0: the largest divisor (<= 10) of --steps and --warmup; any
+    value must divide both, so that warm-up windows are left out of timing."""
     if a.log_every == 0:
         a.log_every = max(d for d in range(1, 11) if a.steps % d == 0 and a.warmup % d == 0)
     if a.steps % a.log_every or a.warmup % a.log_every:
@@ -311,9 +318,12 @@ def main():
     if a.steps // a.log_every < 2:
         p.error("--steps must span at least two log windows")
 
+
+def run_and_write(a, run):
+    """run(a, result), then result as JSON to --json-out, also when it fails."""
     result = {"args": {k: v for k, v in vars(a).items()}, "runs": [], "summary": {}}
     try:
-        run_all(a, result)
+        run(a, result)
     except BenchError as e:
         result["error"] = str(e)
         write_json(a, result)
@@ -323,7 +333,7 @@ def main():
 
 def write_json(a, result):
     if a.json_out:
-        Path(a.json_out).write_text(json.dumps(result, indent=1) + "\n")
+        Path(a.json_out).write_text(json.dumps(result, indent=1, default=str) + "\n")
         print(f"\nwrote {a.json_out}")
 
 
