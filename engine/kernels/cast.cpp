@@ -37,6 +37,18 @@ DTRAIN_CAST_CLONES void detail::cast_f32_to_bf16_portable(const float* x, uint16
   }
 }
 
+DTRAIN_CAST_CLONES void detail::relu_grad_f32_to_bf16_portable(const float* dy, const float* y, uint16_t* dx,
+                                                              int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, dy + i, sizeof u);
+    u = y[i] > 0.0f ? u : 0u;
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x0040u;
+    dx[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+  }
+}
+
 namespace {
 
 #if DTRAIN_HAVE_X86_BF16
@@ -47,12 +59,12 @@ bool cpu_has_avx512_bf16() {
   return has;
 }
 
-// vcvtneps2bf16 rounds to nearest even and quiets NaN exactly as
-// float_to_bf16 does, but reads denormal inputs as zero: lanes holding a
-// denormal (rare) are redone one by one.
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] inline void bf16_block(const float* x, uint16_t* y,
+// Stores v (x's values in `lanes`, or 0 where the caller masked them out) as
+// bf16 to y's `lanes`. vcvtneps2bf16 rounds to nearest even and quiets NaN
+// exactly as float_to_bf16 does, but reads denormal inputs as zero: lanes of v
+// holding a denormal (rare) are redone one by one from x.
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] inline void store_bf16(__m512 v, const float* x, uint16_t* y,
                                                                                 __mmask16 lanes) {
-  const __m512 v = _mm512_maskz_loadu_ps(lanes, x);
   _mm256_mask_storeu_epi16(y, lanes, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
   const __m512i u = _mm512_castps_si512(v);
   unsigned denormal = _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)), u,
@@ -61,6 +73,26 @@ bool cpu_has_avx512_bf16() {
     const int j = __builtin_ctz(denormal);
     y[j] = float_to_bf16(x[j]);
   }
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] inline void bf16_block(const float* x, uint16_t* y,
+                                                                                __mmask16 lanes) {
+  store_bf16(_mm512_maskz_loadu_ps(lanes, x), x, y, lanes);
+}
+
+// The lanes where y > 0 (ordered: NaN is not) keep dy; the others load 0.
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] inline void relu_grad_block(const float* dy, const float* y,
+                                                                                     uint16_t* dx, __mmask16 lanes) {
+  const __m512 out = _mm512_maskz_loadu_ps(lanes, y);
+  const __mmask16 keep = _mm512_mask_cmp_ps_mask(lanes, out, _mm512_setzero_ps(), _CMP_GT_OQ);
+  store_bf16(_mm512_maskz_loadu_ps(keep, dy), dy, dx, lanes);
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void relu_grad_avx512_bf16(const float* dy, const float* y,
+                                                                                     uint16_t* dx, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) relu_grad_block(dy + i, y + i, dx + i, 0xffff);
+  if (i < n) relu_grad_block(dy + i, y + i, dx + i, static_cast<__mmask16>((1u << (n - i)) - 1));
 }
 
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void f32_to_bf16_avx512_bf16(const float* x, uint16_t* y,
@@ -74,6 +106,7 @@ bool cpu_has_avx512_bf16() {
 
 bool cpu_has_avx512_bf16() { return false; }
 void f32_to_bf16_avx512_bf16(const float*, uint16_t*, int64_t) {}
+void relu_grad_avx512_bf16(const float*, const float*, uint16_t*, int64_t) {}
 
 #endif
 
@@ -84,6 +117,14 @@ void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
     f32_to_bf16_avx512_bf16(x, y, n);
   } else {
     detail::cast_f32_to_bf16_portable(x, y, n);
+  }
+}
+
+void relu_grad_f32_to_bf16(const float* dy, const float* y, uint16_t* dx, int64_t n) {
+  if (cpu_has_avx512_bf16()) {
+    relu_grad_avx512_bf16(dy, y, dx, n);
+  } else {
+    detail::relu_grad_f32_to_bf16_portable(dy, y, dx, n);
   }
 }
 

@@ -27,10 +27,19 @@ constexpr float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_c
 void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n);
 // y[i] = bf16_to_float(x[i]) for i in [0, n). REQUIRES and threading as above.
 void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n);
+// The gradient through a ReLU, rounded to bf16 in the same pass:
+// dx[i] = float_to_bf16(y[i] > 0 ? dy[i] : 0.0f) for i in [0, n), bit for bit
+// (y is the ReLU's output; a NaN y masks its gradient to 0, as the plain
+// comparison does). One pass instead of a float32 mask and a cast: it reads
+// dy and y once and writes 2 bytes an element instead of 4 + 4 + 2.
+// REQUIRES: dx overlaps neither dy nor y. Threading as above.
+void relu_grad_f32_to_bf16(const float* dy, const float* y, uint16_t* dx, int64_t n);
 
 namespace detail {
 // cast_f32_to_bf16's path for CPUs without AVX512_BF16 (for tests).
 void cast_f32_to_bf16_portable(const float* x, uint16_t* y, int64_t n);
+// relu_grad_f32_to_bf16's path for CPUs without AVX512_BF16 (for tests).
+void relu_grad_f32_to_bf16_portable(const float* dy, const float* y, uint16_t* dx, int64_t n);
 }  // namespace detail
 
 }  // namespace dtrain::kernels

@@ -71,14 +71,15 @@ void Conv2D::forward(const ForwardContext& ctx, std::span<Tensor> params, const 
   const auto s = shape_for(x.dim(0));
   prepare_output(y, {s.n, s.oh, s.ow, s.oc}, {&x, &params[0]});
   if (s.n == 0) return;
-  // saved[0]: scratch for backward's relu-masked gradient; under a bfloat16
-  // policy saved[1], saved[2]: x and the kernel rounded once for forward and
-  // backward, saved[3]: the buffer for dy rounded once for both gradients.
+  // saved[0]: scratch for backward's relu-masked float32 gradient; under a
+  // bfloat16 policy saved[1], saved[2]: x and the kernel rounded once for
+  // forward and backward, saved[3]: the buffer for dy rounded once for both
+  // gradients (with a relu, masked and rounded in one pass: no saved[0]).
   cache.saved.resize(4);
   const Tensor& xc = ops::to_compute(*ctx.ops, x, cache.saved[1]);
   const Tensor& wc = ops::to_compute(*ctx.ops, params[0], cache.saved[2]);
   ops::conv2d_forward(*ctx.ops, s, xc, wc, o_.use_bias ? &params[1] : nullptr, y);
-  if (relu_) prepare_output(cache.saved[0], y.shape(), {&y});
+  if (relu_ && xc.dtype() != DType::bf16) prepare_output(cache.saved[0], y.shape(), {&y});
   if (xc.dtype() == DType::bf16 && (cache.saved[3].shape() != y.shape() || cache.saved[3].device() != y.device())) {
     cache.saved[3] = Tensor::empty(y.shape(), DType::bf16, y.device());
   }
@@ -88,8 +89,9 @@ void Conv2D::backward(const ForwardContext& ctx, std::span<const Tensor> params,
                       const Tensor& x, const Tensor& y, const Tensor& dy_in, Tensor* dx,
                       const LayerCache& cache) const {
   const auto s = shape_for(x.dim(0));
+  const bool lowp = ctx.ops->compute != DType::f32;
   Tensor dy = dy_in;
-  if (relu_) {
+  if (relu_ && !lowp) {
     // d(relu)/d(pre-activation) is 1 where the output is positive. The
     // scratch tensor shares storage with the cache (a handle copy).
     dy = cache.saved[0];
@@ -111,9 +113,9 @@ void Conv2D::backward(const ForwardContext& ctx, std::span<const Tensor> params,
     if (o_.use_bias) grads[1].zero();
     return;
   }
-  const bool lowp = ctx.ops->compute != DType::f32;
   Tensor dy_buf = lowp ? cache.saved[3] : Tensor();  // the cache's storage (a handle copy)
-  const Tensor& dyc = ops::to_compute(*ctx.ops, dy, dy_buf);
+  if (relu_ && lowp) ops::relu_grad_to_compute(*ctx.ops, dy_in, y, dy_buf);
+  const Tensor& dyc = relu_ && lowp ? dy_buf : ops::to_compute(*ctx.ops, dy, dy_buf);
   ops::conv2d_backward_weights(*ctx.ops, s, lowp ? cache.saved[1] : x, dyc, grads[0],
                                o_.use_bias ? &grads[1] : nullptr);
   if (dx != nullptr) ops::conv2d_backward_data(*ctx.ops, s, dyc, lowp ? cache.saved[2] : params[0], *dx);

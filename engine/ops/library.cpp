@@ -1,10 +1,12 @@
 // Library ops: device checks, then oneDNN through engine/kernels/.
 #include "engine/ops/library.hpp"
 
+#include <cassert>
 #include <cstdint>
 #include <vector>
 
 #include "engine/kernels/cast.hpp"
+#include "engine/kernels/parallel.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain::ops {
@@ -51,6 +53,20 @@ const Tensor& to_compute(const Context& ctx, const Tensor& t, Tensor& buf) {
     kernels::cast_f32_to_bf16(f32(t), static_cast<uint16_t*>(buf.raw()), t.numel());
   });
   return buf;
+}
+
+void relu_grad_to_compute(const Context& ctx, const Tensor& dy, const Tensor& y, Tensor& dx) {
+  assert(bf16(ctx) && dy.dtype() == DType::f32 && y.dtype() == DType::f32 && dx.dtype() == DType::bf16);
+  assert(dy.shape() == y.shape() && dx.shape() == y.shape());
+  on_device(ctx, "relu gradient cast", {&dy, &y, &dx}, [&] {
+    const float* g = f32(dy);
+    const float* out = f32(y);
+    auto* d = static_cast<uint16_t*>(dx.raw());
+    // Each thread casts its own range (the kernel runs on its calling thread).
+    kernels::parallel_ranges(dy.numel(), 1, [&](int64_t begin, int64_t end) {
+      kernels::relu_grad_f32_to_bf16(g + begin, out + begin, d + begin, end - begin);
+    });
+  });
 }
 
 void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, const Tensor& b, const Tensor* bias,

@@ -22,6 +22,13 @@ namespace dtrain::ops {
 // which is returned.
 const Tensor& to_compute(const Context& ctx, const Tensor& t, Tensor& buf);
 
+// The gradient through a ReLU in ctx's compute type, in one pass:
+// dx = (y > 0 ? dy : 0) rounded to bfloat16, bit for bit the mask followed by
+// to_compute(). dy, y: float32 of one shape; dx: bfloat16 of that shape, on
+// their device. REQUIRES: ctx.compute == bf16 (a float32 policy masks in place
+// without a cast).
+void relu_grad_to_compute(const Context& ctx, const Tensor& dy, const Tensor& y, Tensor& dx);
+
 // c (M, N) = op(a) op(b) [+ bias (N)]; c must not alias a, b or bias.
 void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, const Tensor& b, const Tensor* bias,
             Tensor& c);

@@ -125,5 +125,39 @@ TEST_CASE("kernels::cast_f32_to_bf16 and cast_bf16_to_f32 match the scalar helpe
   }
 }
 
+TEST_CASE("kernels::relu_grad_f32_to_bf16 equals the float32 mask followed by the cast, bit for bit") {
+  const std::vector<float> dy = cast_inputs();
+  // The ReLU outputs: every sign and special (0, -0, NaN, inf, denormals) in
+  // a pattern that does not line up with dy's specials or the 16-lane blocks.
+  const std::vector<float> specials{0.0f, -0.0f, 1.0f, -1.0f, from_bits(0x00000001u), from_bits(0x80000001u),
+                                    from_bits(0x7fc00000u), from_bits(0xffc00000u), from_bits(0x7f800000u),
+                                    from_bits(0xff800000u), 2.5f};
+  std::vector<float> y(dy.size());
+  for (size_t i = 0; i < y.size(); ++i) y[i] = specials[(i * 7 + i / 13) % specials.size()];
+  int64_t kept = 0;
+  for (size_t offset : {size_t{0}, size_t{5}}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{16}, size_t{31}, dy.size() - offset}) {
+      CAPTURE(offset);
+      CAPTURE(n);
+      std::vector<uint16_t> fused(n + 1, 0xabcd), portable(n + 1, 0xabcd);
+      relu_grad_f32_to_bf16(dy.data() + offset, y.data() + offset, fused.data(), static_cast<int64_t>(n));
+      detail::relu_grad_f32_to_bf16_portable(dy.data() + offset, y.data() + offset, portable.data(),
+                                             static_cast<int64_t>(n));
+      size_t bad = 0, bad_portable = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const float masked = y[offset + i] > 0.0f ? dy[offset + i] : 0.0f;
+        kept += masked != 0.0f;
+        bad += fused[i] != float_to_bf16(masked);
+        bad_portable += portable[i] != float_to_bf16(masked);
+      }
+      CHECK(bad == 0);
+      CHECK(bad_portable == 0);
+      CHECK(fused[n] == 0xabcd);  // nothing written past n
+      CHECK(portable[n] == 0xabcd);
+    }
+  }
+  CHECK(kept > 10000);  // the mask kept values as well as zeroing them
+}
+
 }  // namespace
 }  // namespace dtrain::kernels
