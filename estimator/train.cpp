@@ -280,6 +280,7 @@ Status Estimator::train(bool evaluate_during) {
         auto r = run_evaluation(last_checkpoint_);
         if (!r) return r.error();
         last_eval = Clock::now();
+        if (Status s = export_after(&*r, last); !s) return s;
       }
     }
     if (stop_sig != 0) {
@@ -314,7 +315,12 @@ Status Estimator::train(bool evaluate_during) {
     if (can_eval) {
       auto r = run_evaluation(last_checkpoint_);
       if (!r) return r.error();
+      if (Status s = export_after(&*r, true); !s) return s;
     }
+  }
+  // every: final, or any export when the final step was not evaluated (--no-eval, a cluster).
+  if (chief && global_step_ > 0 && job_.export_spec && job_.export_spec->every == "final") {
+    if (Status s = export_after(nullptr, true); !s) return s;
   }
   log_.end_progress();
   if (Status s = strategy_->finish_training(); !s) return s;

@@ -1,0 +1,150 @@
+"""dtrain export --format onnx through the real binary: every sample job
+(sequential and graph models, ResNet and transformers included) and a model
+holding every other layer type are trained for a few steps, exported, checked
+by onnx.checker and run in onnxruntime on the arrays given to `dtrain
+predict`, whose outputs they match within 1e-5; and export's errors."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from conftest import SOURCE_ROOT, run_dtrain
+
+SAMPLES = sorted((SOURCE_ROOT / "sample_configs").glob("*.yaml"))
+ENV = {"OMP_WAIT_POLICY": "passive"}
+
+# Every layer type the sample jobs do not use (zero_padding2d, avg_pool2d with
+# SAME padding, dilated conv, global max pool, every merge, attention over
+# [query, value] with a causal mask, layer_norm without beta, reshape,
+# sigmoid/tanh/gelu/softmax activations) on two inputs: an image and token ids.
+ALL_LAYERS_JOB = """
+model:
+  inputs:
+    image: {{shape: [9, 9, 3]}}
+    ids: {{shape: [6], dtype: int32}}
+  layers:
+    - {{name: padded, type: zero_padding2d, padding: [1, 2], inputs: image}}
+    - {{name: c1, type: conv2d, filters: 4, kernel: 3, strides: 2, padding: same, activation: relu}}
+    - {{name: bn, type: batch_norm, momentum: 0.5}}
+    - {{name: ap, type: avg_pool2d, size: 2, strides: 2, padding: same}}
+    - {{name: gmax, type: global_max_pool2d}}
+    - {{name: c2, type: conv2d, filters: 4, kernel: [3, 2], dilation: 2, activation: tanh, inputs: image}}
+    - {{name: mp, type: max_pool2d, size: 2, padding: same}}
+    - {{name: gavg, type: global_avg_pool2d}}
+    - {{name: sub, type: subtract, inputs: [gmax, gavg]}}
+    - {{name: mul, type: multiply, inputs: [gmax, gavg, sub]}}
+    - {{name: avg, type: average, inputs: [gmax, mul]}}
+    - {{name: mx, type: maximum, inputs: [avg, sub]}}
+    - {{name: added, type: add, inputs: [mx, sub, gavg]}}
+    - {{name: img_out, type: dense, units: 8, activation: gelu}}
+    - {{name: embed, type: embedding, input_dim: 10, output_dim: 8, inputs: ids}}
+    - {{name: pos, type: position_embedding, sequence_length: 8}}
+    - {{name: q, type: dense, units: 8, activation: sigmoid}}
+    - {{name: mha, type: multi_head_attention, num_heads: 2, key_dim: 3, value_dim: 5, output_shape: 6,
+        use_causal_mask: true, inputs: [q, pos]}}
+    - {{name: ln, type: layer_norm, center: false}}
+    - {{name: rs, type: reshape, target_shape: [3, 12]}}
+    - {{name: d3, type: dense, units: 4}}
+    - {{name: fl, type: flatten}}
+    - {{name: drop, type: dropout, rate: 0.3}}
+    - {{name: both, type: concatenate, inputs: [img_out, drop]}}
+    - {{name: sm, type: activation, activation: softmax}}
+    - {{name: logits, type: dense, units: 3}}
+  loss: sparse_softmax_cross_entropy
+  metrics: [accuracy]
+data:
+  train: {{format: npz, path: {train}, batch_size: 16, shuffle: 64, seed: 1}}
+optimizer: {{type: adam, learning_rate: 0.02}}
+run: {{max_steps: 4, save_checkpoints_steps: 4, seed: 4}}
+"""
+
+
+def all_layers_job(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 64
+    np.savez(tmp_path / "train.npz", image=rng.standard_normal((n, 9, 9, 3)).astype(np.float32),
+             ids=rng.integers(0, 10, size=(n, 6)), labels=rng.integers(0, 3, size=n))
+    path = tmp_path / "all_layers.yaml"
+    path.write_text(ALL_LAYERS_JOB.format(train=tmp_path / "train.npz"))
+    return path
+
+
+def train_briefly(job, model_dir):
+    out = run_dtrain("train", job, "--model-dir", model_dir, "--set", "run.max_steps=3", "--set", "eval.steps=1",
+                     "--no-eval", "--log-format", "plain", env=ENV)
+    assert out.returncode == 0, out.stderr
+
+
+def example_inputs(model, n, rng):
+    """Arrays for every graph input: floats in [0, 1) (or N(0, 1)), token ids
+    below the smallest vocabulary a Gather of the model reads."""
+    sizes = {i.name: i.dims[0] for i in model.graph.initializer if i.dims}
+    vocab = min((sizes[node.input[0]] for node in model.graph.node if node.op_type == "Gather"), default=10)
+    arrays = {}
+    for i in model.graph.input:
+        shape = [n] + [d.dim_value for d in i.type.tensor_type.shape.dim[1:]]
+        if i.type.tensor_type.elem_type == onnx.TensorProto.INT32:
+            arrays[i.name] = rng.integers(0, vocab, size=shape).astype(np.int32)
+        else:
+            arrays[i.name] = rng.random(shape, dtype=np.float32)
+    return arrays
+
+
+def export_and_compare(job, tmp_path):
+    model_dir = tmp_path / "run"
+    train_briefly(job, model_dir)
+    onnx_path = tmp_path / "model.onnx"
+    out = run_dtrain("export", job, "--model-dir", model_dir, "--format", "onnx", "--out", onnx_path, env=ENV)
+    assert out.returncode == 0, out.stderr
+    assert f"to {onnx_path} (ONNX opset 17)" in out.stderr
+
+    model = onnx.load(str(onnx_path))
+    onnx.checker.check_model(model, full_check=True)
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "N"  # a dynamic batch
+    assert not any(node.op_type == "Dropout" for node in model.graph.node)
+
+    arrays = example_inputs(model, 37, np.random.default_rng(3))
+    if len(arrays) == 1:
+        inputs = tmp_path / "x.npy"
+        np.save(inputs, next(iter(arrays.values())))
+    else:
+        inputs = tmp_path / "x.npz"
+        np.savez(inputs, **arrays)
+    out = run_dtrain("predict", job, "--model-dir", model_dir, "--input", inputs, "--output", tmp_path / "p.npy",
+                     env=ENV)
+    assert out.returncode == 0, out.stderr
+    expected = np.load(tmp_path / "p.npy")
+
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    (got,) = session.run(["predictions"], arrays)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
+    # Not a constant model: the examples get different predictions.
+    assert np.ptp(expected, axis=0).max() > 1e-4
+    return model
+
+
+@pytest.mark.parametrize("job", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_sample_exports_match_predict(job, tmp_path):
+    export_and_compare(job, tmp_path)
+
+
+def test_every_layer_type_exports_and_matches_predict(tmp_path):
+    model = export_and_compare(all_layers_job(tmp_path), tmp_path)
+    ops = {node.op_type for node in model.graph.node}
+    assert {"Conv", "MaxPool", "AveragePool", "ReduceMax", "ReduceMean", "Pad", "Gather", "LayerNormalization",
+            "Softmax", "Erf", "Concat", "Sum", "Sub", "Mean", "Max", "Mul", "Reshape", "Transpose"} <= ops
+    assert [i.name for i in model.graph.input] == ["image", "ids"]
+    assert model.graph.input[1].type.tensor_type.elem_type == onnx.TensorProto.INT32
+
+
+def test_export_errors(tmp_path):
+    job = all_layers_job(tmp_path)
+    out = run_dtrain("export", job, "--model-dir", tmp_path / "empty", "--out", tmp_path / "m.onnx")
+    assert out.returncode == 2
+    assert out.stderr.strip().endswith(
+        f"no checkpoint in model_dir {tmp_path / 'empty'}: train first, or pass --checkpoint PATH")
+    out = run_dtrain("export", job, "--format", "tflite", "--out", tmp_path / "m.onnx")
+    assert out.returncode == 2
+    assert out.stderr.strip().endswith("--format tflite: expected onnx")
+    assert not (tmp_path / "m.onnx").exists()
