@@ -3,6 +3,8 @@
 holding every other layer type are trained for a few steps, exported, checked
 by onnx.checker and run in onnxruntime on the arrays given to `dtrain
 predict`, whose outputs they match within 1e-5; and export's errors."""
+import json
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -148,3 +150,74 @@ def test_export_errors(tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().endswith("--format tflite: expected onnx")
     assert not (tmp_path / "m.onnx").exists()
+
+
+def exported_steps(model_dir):
+    export_dir = model_dir / "export"
+    return sorted(int(p.name) for p in export_dir.iterdir() if p.is_dir()) if export_dir.exists() else []
+
+
+def test_train_exports_after_evaluations_keeping_the_newest(mlp_job, tmp_path):
+    job, model_dir = mlp_job(max_steps=80, save_steps=20)
+    job.write_text(job.read_text() + "export: {keep: 2}\n")
+    out = run_dtrain("train", job, "--log-format", "plain", env=ENV)
+    assert out.returncode == 0, out.stderr
+    # Evaluations at 20, 40, 60, 80 (throttle_secs 0); keep: 2 leaves the last two.
+    assert exported_steps(model_dir) == [60, 80]
+    assert f"exported step 80 to {model_dir / 'export' / '80' / 'model.onnx'}" in out.stderr
+    model = onnx.load(str(model_dir / "export" / "80" / "model.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    assert model.model_version == 80
+    # The export of step 80 is what dtrain export writes from that checkpoint.
+    out = run_dtrain("export", job, "--checkpoint", model_dir / "model.ckpt-80.safetensors", "--out",
+                     tmp_path / "same.onnx", env=ENV)
+    assert out.returncode == 0, out.stderr
+    again = onnx.load(str(tmp_path / "same.onnx"))
+    assert [t.raw_data for t in again.graph.initializer] == [t.raw_data for t in model.graph.initializer]
+
+
+def test_best_exporter_exports_only_improvements(mlp_job):
+    job, model_dir = mlp_job(max_steps=100, save_steps=10, keep=20)
+    job.write_text(job.read_text() + "export: {best_by: accuracy, keep: 20}\n")
+    out = run_dtrain("train", job, "--log-format", "plain", env=ENV)
+    assert out.returncode == 0, out.stderr
+    # Exactly the evaluations whose accuracy beat every earlier export's.
+    accuracy = {step: json.loads((model_dir / "eval" / f"metrics-{step}.json").read_text())["metrics"]["accuracy"]
+                for step in range(10, 101, 10)}
+    best, expected = None, []
+    for step, value in sorted(accuracy.items()):
+        if best is None or value > best:
+            best = value
+            expected.append(step)
+    assert exported_steps(model_dir) == expected
+    assert len(expected) >= 2
+    saved = json.loads((model_dir / "export" / "best.json").read_text())
+    assert saved["metric"] == "accuracy" and saved["step"] == expected[-1] and saved["value"] == best
+
+
+def test_final_export_without_evaluation(mlp_job):
+    job, model_dir = mlp_job(max_steps=30, save_steps=10)
+    job.write_text(job.read_text() + "export: {every: final}\n")
+    out = run_dtrain("train", job, "--no-eval", "--log-format", "plain", env=ENV)
+    assert out.returncode == 0, out.stderr
+    assert exported_steps(model_dir) == [30]
+
+
+@pytest.mark.parametrize("section,error", [
+    ("export: {best_by: acuracy}", "job.yaml:{line}:19: export.best_by: \"acuracy\" is not a metric of the evaluation; "
+                                   "expected one of loss, accuracy, mean_loss (did you mean \"accuracy\"?)"),
+    ("export: {every: eval}", "job.yaml:{line}:17: export.every: eval exports after each evaluation, but the job has no "
+                              "data.eval; add data.eval, or export once at the end with every: final"),
+])
+def test_export_section_errors(mlp_job, section, error):
+    job, _ = mlp_job()
+    text = job.read_text()
+    if "every: eval" in section:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("  eval:")
+                         and not line.startswith("          scale"))
+    text = text.rstrip("\n") + "\n" + section + "\n"
+    job.write_text(text)
+    line = len(text.splitlines())
+    out = run_dtrain("validate", job)
+    assert out.returncode == 2
+    assert out.stderr == f"dtrain: {job.parent}/" + error.format(line=line) + "\n"
