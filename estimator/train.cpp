@@ -153,6 +153,12 @@ Status Estimator::train(bool evaluate_during) {
               "(add an evaluator task, or run dtrain evaluate)");
   }
 
+  if (chief && job_.export_spec && job_.export_spec->every == "eval" && !can_eval) {
+    log_.info(fmt::format("export: every: eval exports after evaluations, and this run does not evaluate ({}): "
+                          "nothing is exported; every: final exports after the last step",
+                          in_cluster ? "the evaluator task evaluates" : "--no-eval"));
+  }
+
   g_stop_signal.store(0);
   stopped_by_requeue_signal_ = false;
   // SIGUSR1 too: batch schedulers' warning before the end of a job

@@ -46,10 +46,6 @@ void GraphBuilder::node_to(const std::string& op, const std::vector<std::string>
         p->set_type(onnx::AttributeProto::INTS);
         for (int64_t v : a.ints) p->add_ints(v);
         break;
-      case Attr::kString:
-        p->set_type(onnx::AttributeProto::STRING);
-        p->set_s(a.s);
-        break;
     }
   }
 }

@@ -14,17 +14,16 @@
 
 namespace dtrain::onnx_export {
 
-// One attribute of a node: an int, a float, a string or a list of ints.
+// One attribute of a node: an int, a float or a list of ints.
 struct Attr {
   std::string name;
-  enum Kind { kInt, kFloat, kInts, kString } kind;
+  enum Kind { kInt, kFloat, kInts } kind;
   int64_t i = 0;
   float f = 0;
   std::vector<int64_t> ints;
-  std::string s;
-  static Attr Int(std::string n, int64_t v) { return {std::move(n), kInt, v, 0, {}, {}}; }
-  static Attr Float(std::string n, float v) { return {std::move(n), kFloat, 0, v, {}, {}}; }
-  static Attr Ints(std::string n, std::vector<int64_t> v) { return {std::move(n), kInts, 0, 0, std::move(v), {}}; }
+  static Attr Int(std::string n, int64_t v) { return {std::move(n), kInt, v, 0, {}}; }
+  static Attr Float(std::string n, float v) { return {std::move(n), kFloat, 0, v, {}}; }
+  static Attr Ints(std::string n, std::vector<int64_t> v) { return {std::move(n), kInts, 0, 0, std::move(v)}; }
 };
 
 // Not thread-safe; one per export. Every value name it hands out is unique

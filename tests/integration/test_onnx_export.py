@@ -203,6 +203,16 @@ def test_final_export_without_evaluation(mlp_job):
     assert exported_steps(model_dir) == [30]
 
 
+def test_every_eval_without_evaluation_says_nothing_is_exported(mlp_job):
+    job, model_dir = mlp_job(max_steps=20, save_steps=10)
+    job.write_text(job.read_text() + "export: {every: eval}\n")
+    out = run_dtrain("train", job, "--no-eval", "--log-format", "plain", env=ENV)
+    assert out.returncode == 0, out.stderr
+    assert ("export: every: eval exports after evaluations, and this run does not evaluate (--no-eval): nothing is "
+            "exported; every: final exports after the last step") in out.stderr
+    assert exported_steps(model_dir) == []
+
+
 @pytest.mark.parametrize("section,error", [
     ("export: {best_by: acuracy}", "job.yaml:{line}:19: export.best_by: \"acuracy\" is not a metric of the evaluation; "
                                    "expected one of loss, accuracy, mean_loss (did you mean \"accuracy\"?)"),
