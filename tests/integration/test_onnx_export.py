@@ -140,6 +140,35 @@ def test_every_layer_type_exports_and_matches_predict(tmp_path):
     assert model.graph.input[1].type.tensor_type.elem_type == onnx.TensorProto.INT32
 
 
+HEAD_JOB = """
+model:
+  input: {{shape: [5]}}
+  layers:
+    - {{type: dense, units: 8, activation: tanh}}
+    - {{type: dense, units: 3}}
+  loss: {loss}
+data:
+  train: {{format: npz, path: {train}, batch_size: 16, scale: 0.5}}
+  predict: {{format: npz, path: {train}, scale: 0.5}}
+optimizer: {{type: sgd, learning_rate: 0.1}}
+run: {{max_steps: 4, save_checkpoints_steps: 4, seed: 2}}
+"""
+
+
+@pytest.mark.parametrize("loss,op", [("sigmoid_cross_entropy", "Sigmoid"), ("mean_squared_error", "Identity")])
+def test_prediction_heads_and_input_scale_match_predict(tmp_path, loss, op):
+    """Sigmoid probabilities or raw values, as predict gives them, and
+    data.predict.scale applied to the features inside the model."""
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "train.npz", images=rng.standard_normal((64, 5)).astype(np.float32),
+             labels=rng.integers(0, 2, size=(64, 3)).astype(np.float32))
+    job = tmp_path / "job.yaml"
+    job.write_text(HEAD_JOB.format(loss=loss, train=tmp_path / "train.npz"))
+    model = export_and_compare(job, tmp_path)
+    assert model.graph.node[-1].op_type == op
+    assert model.graph.node[0].op_type == "Mul" and model.graph.node[0].input[0] == "input"
+
+
 def test_export_errors(tmp_path):
     job = all_layers_job(tmp_path)
     out = run_dtrain("export", job, "--model-dir", tmp_path / "empty", "--out", tmp_path / "m.onnx")
