@@ -55,6 +55,11 @@ Status Estimator::export_model(const std::string& format, const std::string& out
   auto ckpt = read_compatible_checkpoint(path);
   if (!ckpt) return ckpt.error();
   if (Status s = export_checkpoint(*ckpt, path, out_path); !s) return s;
+  if (program_.mixed()) {
+    log_.info(fmt::format("precision.compute is {}: the exported model computes in float32, so its outputs differ "
+                          "from dtrain predict's by {} rounding",
+                          job_.precision.compute, job_.precision.compute));
+  }
   log_.info(fmt::format("exported the inference graph of {} (step {}) to {} (ONNX opset {})", path, ckpt->global_step,
                         out_path, kOnnxOpset));
   return Status::Ok();
