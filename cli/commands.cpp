@@ -266,6 +266,13 @@ int run_predict(const Args& a) {
   return s ? 0 : fail(s.error());
 }
 
+int run_export(const Args& a) {
+  auto est = estimator_for(a, "export");
+  if (!est) return fail(est.error());
+  Status s = (*est)->export_model(a.format, a.out, checkpoint_arg(a));
+  return s ? 0 : fail(s.error());
+}
+
 int run_validate(const Args& a) {
   int worst = 0;
   for (const std::string& path : a.jobs) {
@@ -370,6 +377,15 @@ const std::vector<Command>& commands() {
          s.add_option("--checkpoint", a.checkpoint, "checkpoint file to use");
        },
        run_predict},
+      {"export", "write the model's inference graph with a checkpoint's values (ONNX)",
+       [](CLI::App& s, Args& a) {
+         add_job(s, a);
+         add_run_options(s, a);
+         s.add_option("--format", a.format, "file format: onnx (the default)");
+         s.add_option("--out", a.out, "file to write, e.g. model.onnx")->required();
+         s.add_option("--checkpoint", a.checkpoint, "checkpoint file to export (default: the latest)");
+       },
+       run_export},
       {"validate", "check job files and print each resolved job with defaults",
        [](CLI::App& s, Args& a) {
          s.add_option("job", a.jobs, "job files (YAML)")->required();

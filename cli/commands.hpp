@@ -22,6 +22,7 @@ struct Args {
   int threads = 0;                      // --threads; 0 = not given
   std::string checkpoint;               // --checkpoint / inspect's positional
   std::string input, output;            // predict
+  std::string format = "onnx", out;     // export
   bool no_eval = false;                 // train: skip evaluation
   bool graph = false;                   // validate: print the expanded model graph
   int data_exit = 0;                    // data *: set by its subcommand callbacks

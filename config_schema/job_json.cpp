@@ -155,7 +155,7 @@ Json job_json(const JobSpec& job) {
     if (in.dtype != "float32") j["dtype"] = in.dtype;
     inputs[in.name] = j;
   }
-  return Json{
+  Json j{
       {"model", {{named ? "inputs" : "input", named ? inputs : input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}}},
       {"optimizer",
        {{"type", o.type}, {"learning_rate", o.learning_rate},
@@ -184,6 +184,10 @@ Json job_json(const JobSpec& job) {
                {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)}}},
       {"eval", {{"steps", optional_json(job.eval.steps)}, {"throttle_secs", job.eval.throttle_secs},
                 {"start_delay_secs", job.eval.start_delay_secs}}}};
+  if (const auto& e = job.export_spec) {
+    j["export"] = {{"format", e->format}, {"every", e->every}, {"keep", e->keep}, {"best_by", optional_json(e->best_by)}};
+  }
+  return j;
 }
 
 std::string json_type(const Json& v) {

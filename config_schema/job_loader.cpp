@@ -91,7 +91,7 @@ Status check_for_command(const JobSpec& job, std::string_view command) {
     if (!job.data.train) needed = "train";
   } else if (command == "evaluate") {
     if (!job.data.eval) needed = "eval";
-  } else if (command != "predict" && command != "validate" && command != "inspect") {
+  } else if (command != "predict" && command != "export" && command != "validate" && command != "inspect") {
     return runtime_error("check_for_command: unknown command \"" + std::string(command) + "\"");
   }
   if (needed == nullptr) return Status::Ok();

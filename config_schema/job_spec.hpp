@@ -246,6 +246,16 @@ struct EvalSpec {
   double start_delay_secs = 0;
 };
 
+// The job file's `export` section: exports during training (LatestExporter,
+// BestExporter) into model_dir/export/<step>/.
+struct ExportSpec {
+  std::string format = "onnx";
+  std::string every = "eval";          // eval | final
+  int64_t keep = 5;
+  std::optional<std::string> best_by;  // a metric name ("loss", or one of model.metrics); null: every export
+  std::string where;                   // "job.yaml:30:1" of the section, for errors
+};
+
 // The job file's `cluster` section (TF_CONFIG layout); empty when absent.
 // Resolution against TF_CONFIG and Slurm happens in engine/, not here.
 struct ClusterConfig {
@@ -266,6 +276,7 @@ struct JobSpec {
   PrecisionSpec precision;
   RunSpec run;
   EvalSpec eval;
+  std::optional<ExportSpec> export_spec;  // the `export` section; absent: no export during training
   std::string resolved_yaml;   // the resolved job with defaults, as printed by `dtrain validate`
   std::string model_hash;      // hex hash of the model-shaping part (model.*), for checkpoints
 };

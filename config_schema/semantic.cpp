@@ -1,7 +1,10 @@
 // Cross-field checks of the job tree (see semantic.hpp).
 #include "config_schema/semantic.hpp"
 
+#include <algorithm>
 #include <map>
+
+#include "config_schema/did_you_mean.hpp"
 
 namespace dtrain {
 namespace {
@@ -122,6 +125,37 @@ void check_model_inputs(const Node& root, std::vector<Issue>& out) {
   }
 }
 
+// export: every: eval and best_by need evaluations; best_by names a metric
+// the evaluation reports (loss or one of model.metrics).
+void check_export(const Node& root, std::vector<Issue>& out) {
+  const Node* ex = root.find("export");
+  if (!given(ex) || !ex->is_mapping()) return;
+  const bool has_eval = given(at(root, {"data", "eval"}));
+  const Node* every = ex->find("every");
+  const Node* best_by = ex->find("best_by");
+  if (!has_eval && (!given(every) || every->text == "eval")) {
+    out.push_back({given(every) ? every->loc : ex->loc, "export.every",
+                   "eval exports after each evaluation, but the job has no data.eval; add data.eval, or export once "
+                   "at the end with every: final"});
+  }
+  if (!given(best_by) || value_type(*best_by) != ValueType::kString) return;
+  if (!has_eval) {
+    out.push_back({best_by->loc, "export.best_by", "compares evaluations, but the job has no data.eval; add data.eval"});
+    return;
+  }
+  std::vector<std::string> known{"loss"};
+  if (const Node* metrics = at(root, {"model", "metrics"}); metrics != nullptr && metrics->is_sequence()) {
+    for (const Node& m : metrics->items) known.push_back(m.text);
+  }
+  if (std::find(known.begin(), known.end(), best_by->text) == known.end()) {
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    out.push_back({best_by->loc, "export.best_by",
+                   in_quotes(best_by->text) + " is not a metric of the evaluation; expected one of " + list +
+                       did_you_mean(best_by->text, known)});
+  }
+}
+
 }  // namespace
 
 std::vector<Issue> semantic_checks(const Node& root) {
@@ -135,6 +169,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   check_layer_names(root, out);
   check_model_inputs(root, out);
   check_devices(root, out);
+  check_export(root, out);
   return out;
 }
 

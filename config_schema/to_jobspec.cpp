@@ -423,6 +423,16 @@ JobSpec to_jobspec(const Node& root, const std::string& source_path, const std::
   ev.read("steps", job.eval.steps);
   ev.read("throttle_secs", job.eval.throttle_secs);
   ev.read("start_delay_secs", job.eval.start_delay_secs);
+  if (const Node* n = top.get("export")) {
+    const Section ex(n);
+    ExportSpec e;
+    ex.read("format", e.format);
+    ex.read("every", e.every);
+    ex.read("keep", e.keep);
+    ex.read("best_by", e.best_by);
+    e.where = n->loc.str();
+    job.export_spec = e;
+  }
   return job;
 }
 

@@ -91,6 +91,10 @@ class Estimator {
   // features) to output_path (.npy or .csv).
   Status predict(const std::string& input_path, const std::string& output_path,
                  const std::optional<std::string>& checkpoint);
+  // Writes the inference graph of the model with a checkpoint's values
+  // (default: the latest) to out_path; format: "onnx" (estimator/export.cpp).
+  Status export_model(const std::string& format, const std::string& out_path,
+                      const std::optional<std::string>& checkpoint);
 
  private:
   Estimator(const JobSpec& job, const EstimatorOptions& options);
@@ -101,6 +105,15 @@ class Estimator {
   void choose_compute_threads();
   Result<CheckpointData> read_compatible_checkpoint(const std::string& path) const;
   Status restore_from(const CheckpointData& ckpt);
+  // write_onnx of the model with ckpt's values (checked against the model).
+  Status export_checkpoint(const CheckpointData& ckpt, const std::string& checkpoint_path,
+                           const std::string& out_path) const;
+  // The job's export: section during train (estimator/exporters.cpp): after
+  // an evaluation (eval; null when there was none) of last_checkpoint_, or
+  // at the final step, exports it into model_dir/export/<step>/ when the
+  // section asks for it (every, best_by) and deletes exports beyond keep.
+  Status export_after(const EvalResult* eval, bool final_step);
+  int64_t last_export_step_ = -1;
   // Restores `checkpoint` (default: the latest in model_dir); returns its path.
   Result<std::string> restore_for_inference(const std::optional<std::string>& checkpoint);
   Status save(int64_t input_position);

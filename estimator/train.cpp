@@ -153,6 +153,12 @@ Status Estimator::train(bool evaluate_during) {
               "(add an evaluator task, or run dtrain evaluate)");
   }
 
+  if (chief && job_.export_spec && job_.export_spec->every == "eval" && !can_eval) {
+    log_.info(fmt::format("export: every: eval exports after evaluations, and this run does not evaluate ({}): "
+                          "nothing is exported; every: final exports after the last step",
+                          in_cluster ? "the evaluator task evaluates" : "--no-eval"));
+  }
+
   g_stop_signal.store(0);
   stopped_by_requeue_signal_ = false;
   // SIGUSR1 too: batch schedulers' warning before the end of a job
@@ -280,6 +286,7 @@ Status Estimator::train(bool evaluate_during) {
         auto r = run_evaluation(last_checkpoint_);
         if (!r) return r.error();
         last_eval = Clock::now();
+        if (Status s = export_after(&*r, last); !s) return s;
       }
     }
     if (stop_sig != 0) {
@@ -314,7 +321,12 @@ Status Estimator::train(bool evaluate_during) {
     if (can_eval) {
       auto r = run_evaluation(last_checkpoint_);
       if (!r) return r.error();
+      if (Status s = export_after(&*r, true); !s) return s;
     }
+  }
+  // every: final, or any export when the final step was not evaluated (--no-eval, a cluster).
+  if (chief && global_step_ > 0 && job_.export_spec && job_.export_spec->every == "final") {
+    if (Status s = export_after(nullptr, true); !s) return s;
   }
   log_.end_progress();
   if (Status s = strategy_->finish_training(); !s) return s;

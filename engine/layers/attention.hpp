@@ -60,6 +60,10 @@ class AttentionCore {
   // Valid after build(), in Keras's order; biases only with use_bias.
   std::vector<ParamSpec> params() const;
   static std::vector<std::string_view> ops() { return {"matmul", "sum_rows", "attention"}; }
+  const AttentionOptions& options() const { return o_; }
+  // Valid after build(): Dv and d_out with their defaults resolved.
+  int64_t value_dim() const { return value_dim_; }
+  int64_t output_dim() const { return out_dim_; }
 
   // y is (re)allocated as (B, Tq, d_out). Every tensor lives on ctx.ops->device.
   void forward(const ForwardContext& ctx, std::span<const Tensor> params, const Tensor& query, const Tensor& key,

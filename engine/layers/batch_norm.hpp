@@ -22,6 +22,7 @@ class BatchNorm : public Layer {
   std::vector<std::string_view> ops() const override { return {"batch_norm"}; }
   // REQUIRES: rank >= 1 input; C = its last dimension.
   Result<Shape> build(const Shape& input) override;
+  float epsilon() const { return epsilon_; }
   // gamma (ones), beta (zeros) trainable; moving_mean (zeros), moving_variance
   // (ones) not trainable.
   std::vector<ParamSpec> params() const override;

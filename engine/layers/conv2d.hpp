@@ -31,6 +31,10 @@ class Conv2D : public Layer {
   std::vector<ParamSpec> params() const override;
   // Takes "relu" (a oneDNN post-op; backward masks dy by y > 0).
   bool fuse_activation(const std::string& activation) override;
+  const Conv2dOptions& options() const { return o_; }
+  bool fused_relu() const { return relu_; }
+  // Valid after build(): the padding rows/columns before and after (TF SAME puts the extra one after).
+  std::array<int64_t, 4> pads() const { return {geom_.pad_top, geom_.pad_left, geom_.pad_bottom, geom_.pad_right}; }
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,

@@ -17,6 +17,7 @@ enum class GlobalPoolKind { kAvg2d, kMax2d, kAvg1d };
 class GlobalPool : public Layer {
  public:
   explicit GlobalPool(GlobalPoolKind kind) : kind_(kind) {}
+  GlobalPoolKind kind() const { return kind_; }
 
   std::string type() const override;  // "global_avg_pool2d" | "global_max_pool2d" | "global_avg_pool1d"
   std::vector<std::string_view> ops() const override { return {"global_pool"}; }

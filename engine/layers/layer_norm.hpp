@@ -20,6 +20,9 @@ class LayerNorm : public Layer {
   std::vector<std::string_view> ops() const override { return {"layer_norm"}; }
   // REQUIRES: rank >= 1 input; C = its last dimension.
   Result<Shape> build(const Shape& input) override;
+  float epsilon() const { return epsilon_; }
+  bool center() const { return center_; }
+  bool scale() const { return scale_; }
   // gamma (C, ones) when scale; beta (C, zeros) when center; both trainable.
   std::vector<ParamSpec> params() const override;
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,

@@ -31,7 +31,7 @@ void prepare_output(Tensor& out, const Shape& shape, std::span<const Tensor* con
   }
   bool reuse = !out.empty() && out.numel() == num_elements(shape) && out.dtype() == DType::f32 &&
                out.device() == device;
-  for (const Tensor* in : inputs) reuse = reuse && !overlaps(out, *in);
+  for (const Tensor* in : inputs) reuse = reuse && (in == nullptr || !overlaps(out, *in));  // null: an absent param
   if (!reuse) {
     out = Tensor::empty(shape, DType::f32, device);
   } else if (out.shape() != shape) {

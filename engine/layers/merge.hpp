@@ -14,6 +14,7 @@ enum class MergeKind { kAdd, kSubtract, kMultiply, kAverage, kMaximum };
 class Merge final : public MultiInputLayer {
  public:
   explicit Merge(MergeKind kind) : kind_(kind) {}
+  MergeKind kind() const { return kind_; }
   std::string type() const override;
   std::vector<std::string_view> ops() const override { return {"merge"}; }
   int arity() const override { return kind_ == MergeKind::kSubtract ? 2 : kAnyArity; }
@@ -33,6 +34,7 @@ class Merge final : public MultiInputLayer {
 class Concatenate final : public MultiInputLayer {
  public:
   explicit Concatenate(int64_t axis) : axis_(axis) {}
+  int64_t resolved_axis() const { return resolved_axis_; }  // 0-based, per example; valid after build
   std::string type() const override { return "concatenate"; }
   std::vector<std::string_view> ops() const override { return {"merge"}; }
   int arity() const override { return kAnyArity; }

@@ -27,6 +27,9 @@ class Pool2D : public Layer {
   std::vector<std::string_view> ops() const override { return {"pool2d"}; }
   // REQUIRES: input (H, W, C); errors on other ranks and on an empty output.
   Result<Shape> build(const Shape& input) override;
+  const Pool2dOptions& options() const { return o_; }
+  // Valid after build(): the padding rows/columns before and after (TF SAME puts the extra one after).
+  std::array<int64_t, 4> pads() const { return {geom_.pad_top, geom_.pad_left, geom_.pad_bottom, geom_.pad_right}; }
   // cache.saved[0]: the max-pool workspace (raw bytes in a float tensor).
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                LayerCache& cache) const override;

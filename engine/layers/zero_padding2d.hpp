@@ -12,6 +12,8 @@ class ZeroPadding2D : public Layer {
   std::string type() const override { return "zero_padding2d"; }
   std::vector<std::string_view> ops() const override { return {"pad"}; }
   Result<Shape> build(const Shape& input) override;
+  int64_t pad_h() const { return pad_h_; }
+  int64_t pad_w() const { return pad_w_; }
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,

@@ -121,6 +121,25 @@ class Model {
   // The range [first, first + count) of variables() that layer i owns.
   std::pair<size_t, size_t> layer_variables(size_t i) const { return {layers_[i].first_var, layers_[i].num_vars}; }
 
+  // A read-only view of layer i of the graph, for exporters (engine/export/).
+  // inputs: layer indices (< i), or for model input k the value model_input(k)
+  // (negative; is_model_input/input_index decode it).
+  struct LayerView {
+    const Layer& layer;
+    const std::string& name;
+    const std::string& place;  // "job.yaml:7:7: model.layers[0] (conv2d)"
+    const std::vector<int>& inputs;
+    const Shape& out_shape;
+    size_t first_var, num_vars;
+  };
+  LayerView layer_view(size_t i) const {
+    const Entry& e = layers_[i];
+    return {*e.layer, e.name, e.place, e.inputs, e.out_shape, e.first_var, e.num_vars};
+  }
+  static int model_input(size_t k) { return -1 - static_cast<int>(k); }
+  static bool is_model_input(int in) { return in < 0; }
+  static size_t input_index(int in) { return static_cast<size_t>(-1 - in); }
+
  private:
   struct Entry {
     std::unique_ptr<Layer> layer;
@@ -138,9 +157,7 @@ class Model {
   static bool check_token_ids(const Model& model, const Layer& layer, const std::vector<int>& inputs,
                               const std::function<void(const std::string&)>& report);
   // Model input k in Entry::inputs: -1 for the first, -2 for the second, ...
-  static int model_input(size_t k) { return -1 - static_cast<int>(k); }
-  static bool is_model_input(int in) { return in < 0; }
-  static size_t input_index(int in) { return static_cast<size_t>(-1 - in); }
+  // (model_input, is_model_input and input_index above).
   // The tensor of entry input `in` during forward/backward.
   static const Tensor& input_tensor(int in, const ReplicaState& rs, const Tensor& x, std::span<const Tensor> extra) {
     return in >= 0 ? rs.activations[static_cast<size_t>(in)] : in == -1 ? x : extra[input_index(in) - 1];

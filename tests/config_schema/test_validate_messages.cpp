@@ -31,7 +31,7 @@ TEST_CASE("validate: unknown keys at every depth, with did-you-mean") {
         "job.yaml:5:40: optimizer.schedule.warmup: unknown key; expected one of type, decay_steps, decay_rate, "
         "staircase, boundaries, values, alpha, warmup_steps");
   CHECK(load_error(with("evaluation: {steps: 3}\n")) ==
-        "job.yaml:5:1: evaluation: unknown key; expected one of model, optimizer, strategy, cluster, data, precision, run, eval");
+        "job.yaml:5:1: evaluation: unknown key; expected one of model, optimizer, strategy, cluster, data, precision, run, eval, export");
   CHECK(load_error(with("cluster: {task: {type: worker, idx: 0}}\n")) ==
         "job.yaml:5:32: cluster.task.idx: unknown key; expected one of type, index");
 }
