@@ -94,8 +94,10 @@ double time_ms(GpuDevice& dev, F&& run) {
 void bench_matmul(GpuDevice& dev, int64_t m, int64_t n, int64_t k, MathMode mode) {
   const std::string name =
       fmt::format("matmul {} {}x{}x{}", mode == MathMode::kTf32 ? "tf32" : "fp32", m, n, k);
-  const std::vector<float> a = random_floats(static_cast<size_t>(m * k), 1), b = random_floats(static_cast<size_t>(k * n), 2);
-  CachedBuffer da = upload(dev, a.size(), &a), db = upload(dev, b.size(), &b), dc = upload(dev, static_cast<size_t>(m * n));
+  const std::vector<float> a = random_floats(static_cast<size_t>(m * k), 1);
+  const std::vector<float> b = random_floats(static_cast<size_t>(k * n), 2);
+  CachedBuffer da = upload(dev, a.size(), &a), db = upload(dev, b.size(), &b);
+  CachedBuffer dc = upload(dev, static_cast<size_t>(m * n));
   const kernels::MatmulShape s{m, n, k, false, false};
   auto run = [&] { return matmul(dev, s, da.floats(), db.floats(), nullptr, dc.floats(), Epilogue::kNone, mode); };
   ok_or_die(run());

@@ -39,12 +39,12 @@ TEST_CASE("devices report: every GPU's name, memory and compute capability, afte
   r.gpu.nccl = "2.28.9";
   r.gpu.gpus = {{0, "NVIDIA H100 80GB HBM3", uint64_t{85520809984}, 9, 0, 132},
                 {1, "NVIDIA A100-SXM4-40GB", uint64_t{42298834944}, 8, 0, 108}};
-  CHECK(format_device_report(r) == std::string(kHostLines) +
-                                       "CUDA module   /opt/dtrain-bundle/lib/libdtrain_cuda.so\n"
-                                       "CUDA runtime  13.0\nCUDA driver   13.0\ncuBLAS        13.1.0\n"
-                                       "cuDNN         9.19.0\nNCCL          2.28.9\n"
-                                       "gpu:0         NVIDIA H100 80GB HBM3, 79.6 GiB, compute capability 9.0, 132 SMs\n"
-                                       "gpu:1         NVIDIA A100-SXM4-40GB, 39.4 GiB, compute capability 8.0, 108 SMs\n");
+  CHECK(format_device_report(r) ==
+        std::string(kHostLines) +
+            "CUDA module   /opt/dtrain-bundle/lib/libdtrain_cuda.so\n"
+            "CUDA runtime  13.0\nCUDA driver   13.0\ncuBLAS        13.1.0\ncuDNN         9.19.0\nNCCL          2.28.9\n"
+            "gpu:0         NVIDIA H100 80GB HBM3, 79.6 GiB, compute capability 9.0, 132 SMs\n"
+            "gpu:1         NVIDIA A100-SXM4-40GB, 39.4 GiB, compute capability 8.0, 108 SMs\n");
 }
 
 TEST_CASE("devices report: without a GPU it says why none is listed") {

@@ -66,6 +66,9 @@ def test_layout_and_size(bundle):
     bundled = sorted(p.name for p in (bundle / "lib").iterdir())
     assert "libyaml-cpp.so.0.7" in bundled and any(n.startswith("libgrpc++.so") for n in bundled), bundled
     assert not [n for n in bundled if RUNTIME.match(n) or CUDA.match(n)], bundled
+    # The CUDA libraries the module links, libcudart first (cuda-env.sh checks for them).
+    assert (bundle / "share/cuda-libraries.txt").read_text().split() == [
+        "libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9", "libnccl.so.2"]
     assert (build / "dtrain-bundle.tar.xz").stat().st_size < MAX_TARBALL
     # The folder beside the tarball holds the same files.
     in_folder = sorted(str(p.relative_to(build / "dtrain-bundle")) for p in (build / "dtrain-bundle").rglob("*"))
@@ -142,12 +145,17 @@ def wheel_layout(site):
             (site / "nvidia" / folder / "lib" / name).symlink_to(found[name])
 
 
-def test_launcher_takes_cuda_from_the_nvidia_wheels(bundle, tmp_path):
+@pytest.mark.parametrize("found_by", ["python", "DTRAIN_CUDA_LIBS"])
+def test_launcher_takes_cuda_from_the_nvidia_wheels(bundle, tmp_path, found_by):
     wheel_layout(tmp_path / "site")
     trace = tmp_path / "ld"
-    out = subprocess.run(["env", "-i", f"PYTHONPATH={tmp_path / 'site'}", "PATH=/usr/bin:/bin", "LD_DEBUG=libs",
-                          f"LD_DEBUG_OUTPUT={trace}", bundle / "dtrain", "devices"],
-                         capture_output=True, text=True, timeout=120)
+    if found_by == "python":  # python3 imports the wheels' `nvidia` package
+        where = [f"PYTHONPATH={tmp_path / 'site'}"]
+    else:
+        folders = [str(tmp_path / "site/nvidia" / d / "lib") for d in ("cu13", "cudnn", "nccl")]
+        where = ["DTRAIN_CUDA_LIBS=" + ":".join(folders)]
+    out = subprocess.run(["env", "-i", *where, "PATH=/usr/bin:/bin", "LD_DEBUG=libs", f"LD_DEBUG_OUTPUT={trace}",
+                          bundle / "dtrain", "devices"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert f"CUDA module   {bundle / 'lib/libdtrain_cuda.so'}\n" in out.stdout, out.stdout
     assert re.search(r"^CUDA runtime  13\.\d+$", out.stdout, re.M), out.stdout
@@ -168,8 +176,8 @@ def test_run_gpu_checks_without_a_gpu_says_what_it_skipped(bundle, tmp_path):
     lines = out.stdout.splitlines()
     summary = lines[lines.index("run-gpu-checks summary:") + 1:]
     assert summary[0] == "  passed   dtrain devices         0 GPU(s)"
-    unit = re.fullmatch(r"  passed   CUDA unit tests        (\d+) cases: (\d+) passed, 0 failed, (\d+) skipped \(no GPU\)",
-                        summary[1])
+    unit = re.fullmatch(r"  passed   CUDA unit tests        (\d+) cases: (\d+) passed, 0 failed, (\d+) skipped "
+                        r"\(no GPU\)", summary[1])
     assert unit and int(unit[2]) > 0 and int(unit[3]) > 0 and int(unit[1]) == int(unit[2]) + int(unit[3]), summary[1]
     assert summary[2] == ("  skipped  mnist_cnn on gpu:0     not available: "
                           "this dtrain has no CUDA compute backend yet")

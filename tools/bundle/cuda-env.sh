@@ -8,7 +8,8 @@
 #   3. the system's loader (ldconfig: a CUDA toolkit or Debian/Ubuntu packages).
 # The NVIDIA driver's libcuda.so.1 always comes from the system.
 
-dtrain_cuda_sonames="libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libnccl.so.2"
+# The CUDA libraries the bundle's ELF files need, one a line, as make_bundle.py found them.
+dtrain_cuda_sonames="$(cat "$(dirname "${BASH_SOURCE[0]}")/share/cuda-libraries.txt" 2>/dev/null)"
 
 # Prints the sonames of $dtrain_cuda_sonames that none of the folders "$@" holds.
 dtrain_cuda_missing() {
@@ -49,11 +50,11 @@ print(":".join(sorted({os.path.dirname(f) for p in nvidia.__path__ for f in glob
   fi
   if command -v ldconfig >/dev/null 2>&1 || [ -x /sbin/ldconfig ]; then
     local cache; cache="$({ command -v ldconfig >/dev/null 2>&1 && ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null)"
-    if printf '%s\n' "$cache" | grep -q 'libcudart\.so\.13 '; then
+    if printf '%s\n' "$cache" | grep -qF "${dtrain_cuda_sonames%%[[:space:]]*} "; then
       DTRAIN_CUDA_LIBS_FROM="the system's libraries (ldconfig)"
       return 0
     fi
   fi
-  DTRAIN_CUDA_LIBS_FROM="none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels, no libcudart.so.13 known to ldconfig)"
+  DTRAIN_CUDA_LIBS_FROM="none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels, no ${dtrain_cuda_sonames%%[[:space:]]*} known to ldconfig)"
   return 0
 }

@@ -77,7 +77,8 @@ def main():
         fail(args.refuse)
     for tool in ("ldd", "readelf", "strip", "patchelf", "tar", "xz"):
         if shutil.which(tool) is None:
-            fail(f"needs `{tool}` on PATH (patchelf: Debian package patchelf; the others: binutils, libc-bin, tar, xz-utils)")
+            fail(f"needs `{tool}` on PATH (patchelf: Debian package patchelf; the others: binutils, libc-bin, "
+                 "tar, xz-utils)")
 
     here = Path(__file__).resolve().parent
     final = args.build_root / "dtrain-bundle"
@@ -129,6 +130,9 @@ def main():
     for f in sorted((samples / "data").glob("mnist-sample-*")):
         shutil.copy2(f, root / "share/sample_configs/data" / f.name)
 
+    # cuda-env.sh checks the CUDA folders it finds for these (libcudart first).
+    (root / "share/cuda-libraries.txt").write_text(
+        "".join(f"{n}\n" for n in sorted(cuda_needed, key=lambda n: (not n.startswith("libcudart"), n))))
     readme = (here / "README.md").read_text()
     version = lambda v: ".".join(map(str, v))  # noqa: E731
     readme += (f"\n## This build\n\n"
