@@ -146,7 +146,8 @@ def main():
     with open(tarball, "wb") as out:
         tar = subprocess.Popen(["tar", "-C", stage, "--owner=0", "--group=0", "-cf", "-", "dtrain-bundle"],
                                stdout=subprocess.PIPE)
-        xz = subprocess.run(["xz", "-6", "-T2", "-c"], stdin=tar.stdout, stdout=out)
+        # -3: 25 MiB in half the time of -6's 23 MiB (the suite builds it too).
+        xz = subprocess.run(["xz", "-3", "-T2", "-c"], stdin=tar.stdout, stdout=out)
         tar.stdout.close()
         if tar.wait() != 0 or xz.returncode != 0:
             fail("tar | xz failed")
