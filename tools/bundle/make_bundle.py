@@ -64,6 +64,81 @@ def copy_stripped(src, dst):
     run(["strip", "--strip-unneeded", dst])
 
 
+def place_elf_files(args, root):
+    """Copies the executables, our libraries and every library they need (but
+    the runtime and CUDA) into root, stripped, each with its RUNPATH. Returns
+    (paths placed, sonames bundled, CUDA sonames needed)."""
+    placed = []  # (path in the bundle, runpath)
+    for folder, runpath, files in (("bin", "$ORIGIN/../lib", args.bin), ("tests", "$ORIGIN/../lib", args.test),
+                                   ("lib", "$ORIGIN", args.lib)):
+        for f in files:
+            copy_stripped(f, root / folder / f.name)
+            placed.append((root / folder / f.name, runpath))
+    # Every library the originals need, transitively, as this machine resolves them.
+    bundled, cuda_needed = {}, set()
+    for elf in args.bin + args.test + args.lib:
+        for soname, path in ldd_resolved(elf).items():
+            if RUNTIME.match(soname):
+                continue
+            if CUDA.match(soname):
+                cuda_needed.add(soname)
+            elif path is None:
+                fail(f"{elf.name} needs {soname}, which the loader cannot find here")
+            else:
+                bundled[soname] = Path(path).resolve()
+    for soname, path in sorted(bundled.items()):
+        copy_stripped(path, root / "lib" / soname)
+        placed.append((root / "lib" / soname, "$ORIGIN"))
+    for elf, runpath in placed:
+        run(["patchelf", "--set-rpath", runpath, elf])
+    return [p for p, _ in placed], sorted(bundled), cuda_needed
+
+
+def write_the_rest(args, root, placed, cuda_needed):
+    """The scripts, the samples, share/cuda-libraries.txt and the README with this build's facts."""
+    here = Path(__file__).resolve().parent
+    for name in ("run-gpu-checks.sh", "cuda-env.sh", "dtrain"):
+        shutil.copy2(here / name, root / name)
+        os.chmod(root / name, 0o755)
+    samples = args.source_root / "sample_configs"
+    for name in ("mnist_cnn.yaml", "mnist_mlp.yaml"):
+        shutil.copy2(samples / name, root / "share/sample_configs" / name)
+    for f in sorted((samples / "data").glob("mnist-sample-*")):
+        shutil.copy2(f, root / "share/sample_configs/data" / f.name)
+    # cuda-env.sh checks the CUDA folders it finds for these (libcudart first).
+    (root / "share/cuda-libraries.txt").write_text(
+        "".join(f"{n}\n" for n in sorted(cuda_needed, key=lambda n: (not n.startswith("libcudart"), n))))
+    glibc = {}
+    for elf in placed:
+        for name, v in needed_versions(elf).items():
+            glibc[name] = max(glibc.get(name, ()), v)
+    version = lambda v: ".".join(map(str, v))  # noqa: E731
+    (root / "README.md").write_text(
+        (here / "README.md").read_text() +
+        f"\n## This build\n\n"
+        f"- Needs glibc >= {version(glibc.get('GLIBC', (0,)))} and libstdc++ with GLIBCXX_"
+        f"{version(glibc.get('GLIBCXX', (0,)))} (GCC 12 or later), taken from the machine.\n"
+        f"- CUDA libraries taken from the machine: {', '.join(sorted(cuda_needed))}.\n"
+        f"- Bundled in lib/: {', '.join(p.name for p in placed if p.parent.name == 'lib')}.\n")
+
+
+def pack(stage):
+    """stage/dtrain-bundle -> stage/dtrain-bundle.tar.xz; returns its size in bytes."""
+    tarball = stage / "dtrain-bundle.tar.xz"
+    with open(tarball, "wb") as out:
+        tar = subprocess.Popen(["tar", "-C", stage, "--owner=0", "--group=0", "-cf", "-", "dtrain-bundle"],
+                               stdout=subprocess.PIPE)
+        # -3: 25 MiB in half the time of -6's 23 MiB (the suite builds it too).
+        xz = subprocess.run(["xz", "-3", "-T2", "-c"], stdin=tar.stdout, stdout=out)
+        tar.stdout.close()
+        if tar.wait() != 0 or xz.returncode != 0:
+            fail("tar | xz failed")
+    size = tarball.stat().st_size
+    if size > MAX_TARBALL_BYTES:
+        fail(f"dtrain-bundle.tar.xz is {size / 2**20:.1f} MiB, over the 60 MiB limit")
+    return size
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build-root", required=True, type=Path)
@@ -80,85 +155,22 @@ def main():
             fail(f"needs `{tool}` on PATH (patchelf: Debian package patchelf; the others: binutils, libc-bin, "
                  "tar, xz-utils)")
 
-    here = Path(__file__).resolve().parent
+    # Assembled beside the build's files and moved in place only when complete:
+    # a failed run leaves the previous bundle as it was.
     final = args.build_root / "dtrain-bundle"
     stage = Path(tempfile.mkdtemp(prefix=".dtrain-bundle.", dir=args.build_root))
-    root = stage / "dtrain-bundle"
-    for d in ("bin", "lib", "tests", "share/sample_configs/data"):
-        (root / d).mkdir(parents=True)
-
-    placed = []  # (path in the bundle, runpath)
-    for exe in args.bin:
-        copy_stripped(exe, root / "bin" / exe.name)
-        placed.append((root / "bin" / exe.name, "$ORIGIN/../lib"))
-    for exe in args.test:
-        copy_stripped(exe, root / "tests" / exe.name)
-        placed.append((root / "tests" / exe.name, "$ORIGIN/../lib"))
-    for lib in args.lib:
-        copy_stripped(lib, root / "lib" / lib.name)
-        placed.append((root / "lib" / lib.name, "$ORIGIN"))
-
-    # Every library the originals need, transitively, as this machine resolves them.
-    bundled, cuda_needed, runtime_needed = {}, set(), set()
-    for elf in args.bin + args.test + args.lib:
-        for soname, path in ldd_resolved(elf).items():
-            if RUNTIME.match(soname):
-                runtime_needed.add(soname)
-            elif CUDA.match(soname):
-                cuda_needed.add(soname)
-            elif path is None:
-                fail(f"{elf.name} needs {soname}, which the loader cannot find here")
-            else:
-                bundled[soname] = Path(path).resolve()
-    for soname, path in sorted(bundled.items()):
-        copy_stripped(path, root / "lib" / soname)
-        placed.append((root / "lib" / soname, "$ORIGIN"))
-    for elf, runpath in placed:
-        run(["patchelf", "--set-rpath", runpath, elf])
-
-    glibc = {}
-    for elf, _ in placed:
-        for name, v in needed_versions(elf).items():
-            glibc[name] = max(glibc.get(name, ()), v)
-
-    for name in ("run-gpu-checks.sh", "cuda-env.sh", "dtrain"):
-        shutil.copy2(here / name, root / name)
-        os.chmod(root / name, 0o755)
-    samples = args.source_root / "sample_configs"
-    for name in ("mnist_cnn.yaml", "mnist_mlp.yaml"):
-        shutil.copy2(samples / name, root / "share/sample_configs" / name)
-    for f in sorted((samples / "data").glob("mnist-sample-*")):
-        shutil.copy2(f, root / "share/sample_configs/data" / f.name)
-
-    # cuda-env.sh checks the CUDA folders it finds for these (libcudart first).
-    (root / "share/cuda-libraries.txt").write_text(
-        "".join(f"{n}\n" for n in sorted(cuda_needed, key=lambda n: (not n.startswith("libcudart"), n))))
-    readme = (here / "README.md").read_text()
-    version = lambda v: ".".join(map(str, v))  # noqa: E731
-    readme += (f"\n## This build\n\n"
-               f"- Needs glibc >= {version(glibc.get('GLIBC', (0,)))} and libstdc++ with GLIBCXX_"
-               f"{version(glibc.get('GLIBCXX', (0,)))} (GCC 12 or later), taken from the machine.\n"
-               f"- CUDA libraries taken from the machine: {', '.join(sorted(cuda_needed))}.\n"
-               f"- Bundled in lib/: {', '.join(p.name for p, _ in placed if p.parent.name == 'lib')}.\n")
-    (root / "README.md").write_text(readme)
-
-    tarball = stage / "dtrain-bundle.tar.xz"
-    with open(tarball, "wb") as out:
-        tar = subprocess.Popen(["tar", "-C", stage, "--owner=0", "--group=0", "-cf", "-", "dtrain-bundle"],
-                               stdout=subprocess.PIPE)
-        # -3: 25 MiB in half the time of -6's 23 MiB (the suite builds it too).
-        xz = subprocess.run(["xz", "-3", "-T2", "-c"], stdin=tar.stdout, stdout=out)
-        tar.stdout.close()
-        if tar.wait() != 0 or xz.returncode != 0:
-            fail("tar | xz failed")
-    size = tarball.stat().st_size
-    if size > MAX_TARBALL_BYTES:
-        fail(f"dtrain-bundle.tar.xz is {size / 2**20:.1f} MiB, over the 60 MiB limit")
-
-    shutil.rmtree(final, ignore_errors=True)
-    root.rename(final)
-    tarball.replace(args.build_root / "dtrain-bundle.tar.xz")
-    shutil.rmtree(stage)
+    try:
+        root = stage / "dtrain-bundle"
+        for d in ("bin", "lib", "tests", "share/sample_configs/data"):
+            (root / d).mkdir(parents=True)
+        placed, bundled, cuda_needed = place_elf_files(args, root)
+        write_the_rest(args, root, placed, cuda_needed)
+        size = pack(stage)
+        shutil.rmtree(final, ignore_errors=True)
+        root.rename(final)
+        (stage / "dtrain-bundle.tar.xz").replace(args.build_root / "dtrain-bundle.tar.xz")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     print(f"make_bundle: {final}/ and {final}.tar.xz ({size / 2**20:.1f} MiB): "
           f"{len(placed)} ELF files, {len(bundled)} bundled libraries; CUDA from the machine: "
           f"{' '.join(sorted(cuda_needed))}")
