@@ -159,10 +159,25 @@ def test_launcher_takes_cuda_from_the_nvidia_wheels(bundle, tmp_path, found_by):
     assert out.returncode == 0, out.stderr
     assert f"CUDA module   {bundle / 'lib/libdtrain_cuda.so'}\n" in out.stdout, out.stdout
     assert re.search(r"^CUDA runtime  13\.\d+$", out.stdout, re.M), out.stdout
+    found_from = subprocess.run(["env", "-i", *where, "PATH=/usr/bin:/bin", "bash", "-c",
+                                 '. "$1/cuda-env.sh" && dtrain_cuda_env && printf %s "$DTRAIN_CUDA_LIBS_FROM"', "-",
+                                 bundle], capture_output=True, text=True, check=True).stdout
+    assert found_from == ("DTRAIN_CUDA_LIBS" if found_by == "DTRAIN_CUDA_LIBS" else
+                          f"the nvidia-* Python wheels of {shutil.which('python3', path='/usr/bin:/bin')}")
     loaded = loaded_libraries(tmp_path)
     for lib in ("cu13/lib/libcudart.so.13", "cu13/lib/libcublasLt.so.13", "cudnn/lib/libcudnn.so.9",
                 "nccl/lib/libnccl.so.2"):
         assert str(tmp_path / "site/nvidia" / lib) in loaded, (lib, sorted(loaded))
+
+
+def test_cuda_folders_without_a_library_say_which(bundle, tmp_path):
+    wheel_layout(tmp_path / "site")
+    out = subprocess.run(["env", "-i", f"DTRAIN_CUDA_LIBS={tmp_path / 'site/nvidia/cu13/lib'}", "PATH=/usr/bin:/bin",
+                          "bash", "-c", '. "$1/cuda-env.sh" && dtrain_cuda_env && '
+                          'printf "%s\\n%s" "$DTRAIN_CUDA_LIBS_FROM" "$LD_LIBRARY_PATH"', "-", bundle],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["DTRAIN_CUDA_LIBS (without libcudnn.so.9 libnccl.so.2)",
+                                       str(tmp_path / "site/nvidia/cu13/lib")]
 
 
 def test_run_gpu_checks_without_a_gpu_says_what_it_skipped(bundle, tmp_path):

@@ -11,12 +11,14 @@
 # The CUDA libraries the bundle's ELF files need, one a line, as make_bundle.py found them.
 dtrain_cuda_sonames="$(cat "$(dirname "${BASH_SOURCE[0]}")/share/cuda-libraries.txt" 2>/dev/null)"
 
-# Prints the sonames of $dtrain_cuda_sonames that none of the folders "$@" holds.
+# Prints the sonames of $dtrain_cuda_sonames that none of the folders in $1
+# (":"-separated) holds.
 dtrain_cuda_missing() {
-  local so d found missing=""
+  local so d found missing="" folders
+  IFS=: read -r -a folders <<<"$1"
   for so in $dtrain_cuda_sonames; do
     found=""
-    for d in "$@"; do [ -e "$d/$so" ] && found=1 && break; done
+    for d in "${folders[@]}"; do [ -e "$d/$so" ] && found=1 && break; done
     [ -n "$found" ] || missing="$missing $so"
   done
   printf '%s' "${missing# }"
@@ -38,13 +40,8 @@ print(":".join(sorted({os.path.dirname(f) for p in nvidia.__path__ for f in glob
     fi
   fi
   if [ -n "$dirs" ]; then
-    local IFS=:
-    # shellcheck disable=SC2086
-    local missing; missing="$(dtrain_cuda_missing $dirs)"
-    unset IFS
-    if [ -n "$missing" ] && [ "${DTRAIN_CUDA_LIBS_FROM}" != "DTRAIN_CUDA_LIBS" ]; then
-      DTRAIN_CUDA_LIBS_FROM="$DTRAIN_CUDA_LIBS_FROM (without $missing)"
-    fi
+    local missing; missing="$(dtrain_cuda_missing "$dirs")"
+    [ -z "$missing" ] || DTRAIN_CUDA_LIBS_FROM="$DTRAIN_CUDA_LIBS_FROM (without $missing)"
     export LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     return 0
   fi
