@@ -20,7 +20,8 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 debs=(build-essential pkg-config meson ninja-build cmake python3 python3-pip python3-venv
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev doctest-dev
       libdnnl-dev libprotobuf-dev protobuf-compiler zlib1g-dev libpng-dev libjpeg62-turbo-dev
-      libcurl4-openssl-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc libgloo-dev libonnx-dev)
+      libcurl4-openssl-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc libgloo-dev libonnx-dev
+      patchelf)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -72,7 +72,18 @@ uint32_t alignment(const void* p) {
 
 std::string shape_text(const LtGemmPlan& p) {
   return "column-major m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
-         (p.trans_a ? " A^T" : "") + (p.trans_b ? " B^T" : "");
+         (p.trans_a ? " A^T" : "") + (p.trans_b ? " B^T" : "") +
+         (p.batch != 1 ? " batch=" + std::to_string(p.batch) : "");
+}
+
+// Makes `layout` a strided batch of `batch` matrices, `stride` elements apart.
+Status set_batch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
+  const int32_t count = static_cast<int32_t>(batch);
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  return {};
 }
 
 // Runs the column-major problem `p` with a' = our B, b' = our A. With
@@ -102,6 +113,13 @@ Status lt_matmul(GpuDevice& dev, LtContext& ctx, const LtGemmPlan& p, const floa
                                                          static_cast<uint64_t>(p.b_cols), p.ldb));
   DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&lc.d, CUDA_R_32F, static_cast<uint64_t>(p.c_rows),
                                                          static_cast<uint64_t>(p.c_cols), p.ldc));
+  if (p.batch != 1) {
+    const std::pair<cublasLtMatrixLayout_t, int64_t> layouts[] = {
+        {la.d, p.stride_a}, {lb.d, p.stride_b}, {lc.d, p.stride_c}};
+    for (const auto& [layout, stride] : layouts) {
+      if (Status st = set_batch(layout, p.batch, stride); !st.ok()) return st;
+    }
+  }
   PrefDesc pref;
   DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&pref.d));
   const size_t ws = kWorkspaceBytes;
@@ -191,14 +209,18 @@ LtGemmPlan plan_row_major(const kernels::MatmulShape& s) {
   p.c_rows = s.n;
   p.c_cols = s.m;
   p.ldc = s.n;
+  p.batch = s.batch;
+  p.stride_a = s.k * s.n;
+  p.stride_b = s.m * s.k;
+  p.stride_c = s.m * s.n;
   return p;
 }
 
 Status matmul(GpuDevice& dev, const kernels::MatmulShape& s, const float* a, const float* b, const float* bias,
               float* c, Epilogue epilogue, MathMode mode) {
-  if (s.batch != 1) {
+  if (s.batch < 1 || s.batch > INT32_MAX) {
     return runtime_error("cuda::matmul: a batch of " + std::to_string(s.batch) +
-                         " products is not implemented on the GPU (one product per call)");
+                         " products: cuBLASLt takes 1 to 2^31-1 products per call");
   }
   const bool wants_bias = epilogue == Epilogue::kBias || epilogue == Epilogue::kBiasRelu;
   if (wants_bias != (bias != nullptr)) {

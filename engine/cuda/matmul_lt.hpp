@@ -33,6 +33,10 @@ struct LtGemmPlan {
   int64_t a_rows = 0, a_cols = 0, lda = 0;  // A' as stored, column-major
   int64_t b_rows = 0, b_cols = 0, ldb = 0;  // B' as stored, column-major
   int64_t c_rows = 0, c_cols = 0, ldc = 0;  // C^T (N, M), column-major
+  // Strided batch: `batch` problems, the i-th one's A', B' and C^T starting
+  // stride_* elements after the (i-1)-th's (our products stored one after another).
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 LtGemmPlan plan_row_major(const kernels::MatmulShape& s);
 

@@ -103,6 +103,44 @@ TEST_CASE("cuda blas plan: the column-major cuBLASLt problem equals the CPU row-
   }
 }
 
+TEST_CASE("cuda blas plan: a batch of products becomes strided batches of the same column-major problem") {
+  // Evaluates the batched plan on the host: problem i reads A', B' and writes
+  // C^T stride_* elements after problem i-1, and must equal kernels::matmul's batch.
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      const kernels::MatmulShape s{4, 6, 3, ta, tb, kernels::KType::kF32, kernels::KType::kF32,
+                                   kernels::KType::kF32, 5};
+      const Tensor a = random_tensor({s.batch * s.m * s.k}, 3), b = random_tensor({s.batch * s.k * s.n}, 4);
+      Tensor want({s.batch, s.m, s.n});
+      kernels::matmul(s, a.data(), b.data(), nullptr, want.data());
+      const LtGemmPlan p = plan_row_major(s);
+      CHECK(p.batch == 5);
+      CHECK(p.stride_a == s.k * s.n);
+      CHECK(p.stride_b == s.m * s.k);
+      CHECK(p.stride_c == s.m * s.n);
+      Tensor got({s.batch, s.m, s.n});
+      for (int64_t q = 0; q < p.batch; ++q) {
+        const float* ap = b.data() + q * p.stride_a;  // a' = our B
+        const float* bp = a.data() + q * p.stride_b;  // b' = our A
+        for (int64_t i = 0; i < p.m; ++i) {
+          for (int64_t j = 0; j < p.n; ++j) {
+            double acc = 0.0;
+            for (int64_t l = 0; l < p.k; ++l) {
+              const float av = p.trans_a ? ap[l + i * p.lda] : ap[i + l * p.lda];
+              const float bv = p.trans_b ? bp[j + l * p.ldb] : bp[l + j * p.ldb];
+              acc += static_cast<double>(av) * bv;
+            }
+            got[q * p.stride_c + i + j * p.ldc] = static_cast<float>(acc);
+          }
+        }
+      }
+      check_close(got, want, 1e-5, "batched plan_row_major");
+    }
+  }
+}
+
 TEST_CASE("cuda dnn plan: conv padding goes to cuDNN when symmetric, else into an explicitly padded input") {
   const kernels::Conv2dShape sym = conv_shape(2, 8, 8, 3, 4, 3, 1, 1, true, false);
   const ConvPadPlan ps = conv_pad_plan(sym);
@@ -173,6 +211,35 @@ TEST_CASE("cuda blas: matmul equals the CPU matmul for every transpose, with and
         require_ok(matmul(dev, s, da.data(), db.data(), with_bias ? dbias.data() : nullptr, dc.data(),
                           with_bias ? Epilogue::kBias : Epilogue::kNone, MathMode::kFloat32));
         check_close(from_gpu(dc, {s.m, s.n}), want, kMatmulRtol, "matmul");
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda blas: a strided batch of products equals the CPU batched matmul, bias and relu included") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      for (const Epilogue e : {Epilogue::kNone, Epilogue::kBias, Epilogue::kBiasRelu}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(static_cast<int>(e));
+        // Attention's shapes: (batch * heads) products of (T, d) x (d, T).
+        const kernels::MatmulShape s{33, 17, 24, ta, tb, kernels::KType::kF32, kernels::KType::kF32,
+                                     kernels::KType::kF32, 6};
+        const Tensor a = random_tensor({s.batch * s.m * s.k}, 31), b = random_tensor({s.batch * s.k * s.n}, 32);
+        const Tensor bias = random_tensor({s.n}, 33);
+        const bool with_bias = e != Epilogue::kNone;
+        Tensor want({s.batch, s.m, s.n});
+        kernels::matmul(s, a.data(), b.data(), with_bias ? bias.data() : nullptr, want.data());
+        if (e == Epilogue::kBiasRelu) {
+          for (int64_t i = 0; i < want.numel(); ++i) want[i] = want[i] > 0.0f ? want[i] : 0.0f;
+        }
+        DeviceArray da(a), db(b), dbias(bias), dc(s.batch * s.m * s.n);
+        require_ok(matmul(dev, s, da.data(), db.data(), with_bias ? dbias.data() : nullptr, dc.data(), e,
+                          MathMode::kFloat32));
+        check_close(from_gpu(dc, {s.batch, s.m, s.n}), want, kMatmulRtol, "batched matmul");
       }
     }
   }
