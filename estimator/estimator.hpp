@@ -104,6 +104,10 @@ class Estimator {
   // Restores `checkpoint` (default: the latest in model_dir); returns its path.
   Result<std::string> restore_for_inference(const std::optional<std::string>& checkpoint);
   Status save(int64_t input_position);
+  // run.warm_start (a run with no checkpoint of its own): restores the
+  // warm-started state through the strategy and logs what was copied and
+  // every variable left to its initializer.
+  Status warm_start();
   Result<EvalResult> run_evaluation(const std::string& checkpoint_name);
   Status write_eval_outputs(const EvalResult& r);
   // A data error when a layer cannot take a value of the features (an
@@ -134,6 +138,7 @@ class Estimator {
   int64_t global_step_ = 0;
   int64_t restored_input_position_ = 0;
   std::string last_checkpoint_;
+  bool warm_started_ = false;  // train() started from run.warm_start
   bool stopped_by_requeue_signal_ = false;  // train() stopped because a task of the cluster received SIGUSR1
   VocabularyPtr vocabulary_;  // of text data; null until needed
   std::unique_ptr<SummaryWriter> train_writer_, eval_writer_;
