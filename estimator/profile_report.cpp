@@ -56,11 +56,14 @@ std::vector<std::string> profile_table(const std::vector<Profiler::Event>& event
   lines.push_back(fmt::format("{:<26} {:>10} {:>9} {:>7}", "phase", "total ms", "ms/step", "share"));
   const double n = static_cast<double>(steps);
   for (const auto& [name, v] : rows) {
-    lines.push_back(fmt::format("{:<26} {:>10.2f} {:>9.3f} {:>6.1f}%", name, v / 1e3, v / 1e3 / n, 100.0 * v / step_us));
+    lines.push_back(
+        fmt::format("{:<26} {:>10.2f} {:>9.3f} {:>6.1f}%", name, v / 1e3, v / 1e3 / n, 100.0 * v / step_us));
   }
   if (cross_us > 0) {
-    lines.push_back(fmt::format("{:<26} {:>10.2f} {:>9.3f} {:>6.1f}%  (communication thread, overlapped with backward)",
-                                "all-reduce across workers", cross_us / 1e3, cross_us / 1e3 / n, 100.0 * cross_us / step_us));
+    lines.push_back(fmt::format("{:<26} {:>10.2f} {:>9.3f} {:>6.1f}%  (communication thread, overlapped with "
+                                "backward)",
+                                "all-reduce across workers", cross_us / 1e3, cross_us / 1e3 / n,
+                                100.0 * cross_us / step_us));
   }
   if (replicas.size() > 1) {
     lines.push_back(fmt::format("forward, loss, backward, all-reduce (in process) and optimizer: mean over {} replica "

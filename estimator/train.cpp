@@ -61,10 +61,9 @@ Status Estimator::warm_start() {
                         program_.model->variables().size(),
                         slots ? " with their optimizer slots" : " (optimizer slots start fresh)",
                         fmt::join(ws->copied, ", ")));
-  if (!ws->not_filled.empty()) {
-    log_.info(fmt::format("warm start: {} variable{} not filled, initialised by {}: {}", ws->not_filled.size(),
-                          ws->not_filled.size() == 1 ? "" : "s", ws->not_filled.size() == 1 ? "its initializer" : "their initializers",
-                          fmt::join(ws->not_filled, ", ")));
+  if (const size_t n = ws->not_filled.size(); n > 0) {
+    log_.info(fmt::format("warm start: {} variable{} not filled, initialised by {}: {}", n, n == 1 ? "" : "s",
+                          n == 1 ? "its initializer" : "their initializers", fmt::join(ws->not_filled, ", ")));
   }
   if (!ws->fresh_slots.empty()) {
     log_.info(fmt::format("warm start: optimizer slots not in the checkpoint start fresh: {}",

@@ -87,6 +87,27 @@ def test_mnist_cnn_trace_is_valid_and_phases_add_up_to_each_step(tmp_path):
     assert rows["forward"][0] > 0 and rows["backward"][0] > 0 and rows["checkpoint"][0] > 0
 
 
+def test_mirrored_replicas_have_their_own_tracks_and_sum_buckets_in_process(tmp_path):
+    model_dir = tmp_path / "mirrored"
+    out = run_dtrain("train", SOURCE_ROOT / "sample_configs/mnist_cnn_mirrored.yaml", "--model-dir", model_dir,
+                     "--no-eval", "--log-format", "plain", "--set", "run.max_steps=3",
+                     "--set", "run.profile.start_step=0", "--set", "run.profile.steps=2")
+    assert out.returncode == 0, out.stderr
+    events, names = load_trace(model_dir / "profile" / "trace-0-2.json")
+    main = next(t for t, n in names.items() if n == "main")
+    check_steps(events, main, 0, 1)
+    replicas = sorted(n for n in names.values() if n.startswith("replica"))
+    assert replicas == ["replica 0", "replica 1"]
+    for tid in (t for t, n in names.items() if n in replicas):
+        mine = {e["cat"] for e in events if e["tid"] == tid}
+        assert mine >= {"forward", "loss", "backward", "optimizer"}, (names[tid], mine)
+    in_process = [e["name"] for e in events if e["cat"] == "all-reduce"]
+    assert sorted(set(in_process)) == ["all-reduce bucket 0 (1.54 MiB) in process",
+                                       "all-reduce bucket 1 (0.07 MiB) in process"]
+    assert len(in_process) == 2 * 2
+    assert "mean over 2 replica threads" in out.stderr
+
+
 def test_two_worker_collective_trace_has_all_reduce_buckets(tmp_path):
     model_dir = tmp_path / "multi"
     out = run_dtrain("launch", "--workers", 2, COLLECTIVE, "--model-dir", model_dir, "--no-eval",
