@@ -21,7 +21,7 @@ class Profiler {
   using Clock = std::chrono::steady_clock;
   struct Event {
     std::string phase;  // "step", "input", "sync", "compute", "forward", "loss", "backward", "all-reduce",
-                        // "optimizer", "summaries", "checkpoint", "eval"
+                        // "ps", "optimizer", "summaries", "checkpoint", "eval"
     std::string name;   // shown in the trace: the phase, or "forward conv2d", "all-reduce bucket 0 (1.00 MiB)"
     int tid = 0;        // the recording thread's track
     int64_t step = -1;  // the global step being computed (set by the caller of set_step)

@@ -35,7 +35,8 @@ std::vector<std::string> profile_table(const std::vector<Profiler::Event>& event
       cross_us += e.dur_us;
     }
   }
-  const double in_compute = us["forward"] + us["loss"] + us["backward"] + us["all-reduce"] + us["optimizer"];
+  const double in_compute =
+      us["forward"] + us["loss"] + us["backward"] + us["all-reduce"] + us["ps"] + us["optimizer"];
   const double top = us["input"] + us["sync"] + us["compute"] + us["summaries"] + us["checkpoint"] + us["eval"];
   const std::pair<const char*, double> rows[] = {
       {"input wait", us["input"]},
@@ -44,6 +45,7 @@ std::vector<std::string> profile_table(const std::vector<Profiler::Event>& event
       {"loss", us["loss"]},
       {"backward", us["backward"]},
       {"all-reduce (in process)", us["all-reduce"]},
+      {"ps pull and push", us["ps"]},
       {"optimizer", us["optimizer"]},
       {"other compute", us["compute"] - in_compute},
       {"summaries", us["summaries"]},

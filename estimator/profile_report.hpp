@@ -19,8 +19,8 @@ namespace dtrain {
 // the step's hooks (summaries, checkpoint, eval). Its top-level phases are
 // input, sync (multi-worker: agreeing on the end of input and on stop
 // signals), compute (the strategy's train_step), summaries, checkpoint and eval;
-// compute is split into forward, loss, backward, in-process all-reduce and
-// optimizer, where phases run by every replica thread at once count their
+// compute is split into forward, loss, backward, in-process all-reduce,
+// parameter_server's pull and push, and optimizer, where phases run by every replica thread at once count their
 // mean over the replicas, and "other compute" is the rest (hand-off to the
 // replica threads, waiting for the cross-worker all-reduce). The
 // cross-worker all-reduce runs on its own thread, overlapped with backward,

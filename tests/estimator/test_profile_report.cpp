@@ -46,7 +46,7 @@ TEST_CASE("profile_table: two replica threads, a communication thread, two steps
     events.push_back(ev("all-reduce", 3, o + 50, o + 70, s));  // across workers, on its own thread
   }
   const std::vector<std::string> lines = profile_table(events);
-  REQUIRE(lines.size() == 16);
+  REQUIRE(lines.size() == 17);
   CHECK(lines[0] == "phase                        total ms   ms/step   share");
   CHECK(lines[1] == "input wait                      20.00    10.000   10.0%");
   CHECK(lines[2] == "worker sync                      0.00     0.000    0.0%");
@@ -54,25 +54,35 @@ TEST_CASE("profile_table: two replica threads, a communication thread, two steps
   CHECK(lines[4] == "loss                             2.00     1.000    1.0%");
   CHECK(lines[5] == "backward                        70.00    35.000   35.0%");
   CHECK(lines[6] == "all-reduce (in process)          2.00     1.000    1.0%");
-  CHECK(lines[7] == "optimizer                        8.00     4.000    4.0%");
+  CHECK(lines[7] == "ps pull and push                 0.00     0.000    0.0%");
+  CHECK(lines[8] == "optimizer                        8.00     4.000    4.0%");
   // compute 80 ms a step, of which 25 + 1 + 35 + 1 + 4 = 66 are accounted.
-  CHECK(lines[8] == "other compute                   28.00    14.000   14.0%");
-  CHECK(lines[9] == "summaries                       12.00     6.000    6.0%");
-  CHECK(lines[10] == "checkpoint                       0.00     0.000    0.0%");
-  CHECK(lines[11] == "eval                             0.00     0.000    0.0%");
-  CHECK(lines[12] == "other                            8.00     4.000    4.0%");
-  CHECK(lines[13] == "step                           200.00   100.000  100.0%");
-  CHECK(lines[14] ==
+  CHECK(lines[9] == "other compute                   28.00    14.000   14.0%");
+  CHECK(lines[10] == "summaries                       12.00     6.000    6.0%");
+  CHECK(lines[11] == "checkpoint                       0.00     0.000    0.0%");
+  CHECK(lines[12] == "eval                             0.00     0.000    0.0%");
+  CHECK(lines[13] == "other                            8.00     4.000    4.0%");
+  CHECK(lines[14] == "step                           200.00   100.000  100.0%");
+  CHECK(lines[15] ==
         "all-reduce across workers       40.00    20.000   20.0%  (communication thread, overlapped with backward)");
-  CHECK(lines[15] == "forward, loss, backward, all-reduce (in process) and optimizer: mean over 2 replica threads");
+  CHECK(lines[16] == "forward, loss, backward, all-reduce (in process) and optimizer: mean over 2 replica threads");
 }
 
 TEST_CASE("profile_table: one_device computes on the main thread; no steps, no table") {
   std::vector<Profiler::Event> events = {ev("step", 0, 0, 10), ev("input", 0, 0, 1), ev("compute", 0, 1, 10),
                                          ev("forward", 0, 1, 4), ev("backward", 0, 4, 9), ev("optimizer", 0, 9, 10)};
   const std::vector<std::string> lines = profile_table(events);
-  REQUIRE(lines.size() == 14);
+  REQUIRE(lines.size() == 15);
   CHECK(lines[3] == "forward                          3.00     3.000   30.0%");
-  CHECK(lines[8] == "other compute                    0.00     0.000    0.0%");
+  CHECK(lines[9] == "other compute                    0.00     0.000    0.0%");
   CHECK(profile_table({}) == std::vector<std::string>{"no step was profiled"});
+}
+
+TEST_CASE("profile_table: parameter_server's pull and push on the main thread count whole") {
+  // One replica thread (tid 1) besides the main thread: replica means are over 1.
+  std::vector<Profiler::Event> events = {ev("step", 0, 0, 10), ev("compute", 0, 0, 10), ev("ps", 0, 0, 2),
+                                         ev("forward", 1, 2, 6),  ev("backward", 1, 6, 9), ev("ps", 0, 9, 10)};
+  const std::vector<std::string> lines = profile_table(events);
+  CHECK(lines[7] == "ps pull and push                 3.00     3.000   30.0%");
+  CHECK(lines[9] == "other compute                    0.00     0.000    0.0%");
 }

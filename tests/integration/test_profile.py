@@ -73,14 +73,15 @@ def test_mnist_cnn_trace_is_valid_and_phases_add_up_to_each_step(tmp_path):
     inner = sum(e["dur"] for e in events if e["cat"] in {"forward", "loss", "backward", "optimizer"})
     assert 0.95 * compute <= inner <= compute
     # The table: every phase, and shares that add up to the step.
-    table = out.stderr[out.stderr.index(str(trace)):].splitlines()[1:15]
+    table = out.stderr[out.stderr.index(str(trace)):].splitlines()[1:16]
     assert re.search(r"phase +total ms +ms/step +share", table[0]), table
     rows = {}
     for line in table[1:]:
         m = re.search(r"(\S.*?) +(-?[\d.]+) +(-?[\d.]+) +(-?[\d.]+)%$", line)
         assert m, line
         rows[m.group(1).split("] ")[-1].strip()] = (float(m.group(2)), float(m.group(3)), float(m.group(4)))
-    assert list(rows) == ["input wait", "worker sync", "forward", "loss", "backward", "all-reduce (in process)", "optimizer",
+    assert list(rows) == ["input wait", "worker sync", "forward", "loss", "backward", "all-reduce (in process)",
+                          "ps pull and push", "optimizer",
                           "other compute", "summaries", "checkpoint", "eval", "other", "step"]
     assert abs(rows["step"][0] - sum(s["dur"] for s in steps) / 1e3) < 0.01
     assert abs(sum(v[2] for k, v in rows.items() if k != "step") - 100.0) < 0.6
@@ -130,3 +131,18 @@ def test_two_worker_collective_trace_has_all_reduce_buckets(tmp_path):
     # The other worker prints its own table and writes no trace.
     assert "[worker 1] " in out.stderr and "profile of steps 1..3 (3 steps) on this task" in out.stderr
     assert len(list((model_dir / "profile").iterdir())) == 1
+
+
+def test_parameter_server_worker_traces_its_pulls_and_pushes(tmp_path):
+    model_dir = tmp_path / "ps"
+    out = run_dtrain("launch", "--chief", "--workers", 1, "--ps", 1, SAMPLE, "--model-dir", model_dir, "--no-eval",
+                     "--log-format", "plain", "--set", "strategy.type=parameter_server",
+                     "--set", "strategy.mode=sync", "--set", "run.max_steps=3", "--set", "run.profile.start_step=0",
+                     "--set", "run.profile.steps=2", timeout=300)
+    assert out.returncode == 0, out.stderr
+    events, names = load_trace(model_dir / "profile" / "trace-0-2.json")
+    main = next(t for t, n in names.items() if n == "main")
+    check_steps(events, main, 0, 1)
+    ps = [e["name"] for e in events if e["cat"] == "ps" and e["tid"] == main]
+    assert ps == ["ps pull", "ps push"] * 2
+    assert re.search(r"ps pull and push +[\d.]+ +[\d.]+ +[\d.]+%", out.stderr)
