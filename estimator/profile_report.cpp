@@ -90,7 +90,7 @@ Profiler* ProfileWindow::begin_step(int64_t step) {
 }
 
 bool ProfileWindow::should_close(int64_t step, bool force) const {
-  return profiler_ && (force || step + 1 >= spec_->start_step + spec_->steps);
+  return open() && (force || step + 1 >= spec_->start_step + spec_->steps);
 }
 
 Result<std::vector<std::string>> ProfileWindow::close(int64_t next_step) {
@@ -112,7 +112,8 @@ Result<std::vector<std::string>> ProfileWindow::close(int64_t next_step) {
                                 first_step_, next_step - 1, steps));
   }
   for (std::string& l : profile_table(events)) lines.push_back(std::move(l));
-  profiler_.reset();
+  // The profiler stays alive with the window: a thread that took the pointer
+  // before it was withdrawn (the input's prefetch thread) may still record.
   done_ = true;
   return lines;
 }

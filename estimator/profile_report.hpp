@@ -35,7 +35,7 @@ class ProfileWindow {
   ProfileWindow(const std::optional<ProfileSpec>& spec, std::string trace_dir);
   // The profiler for `step` (0-based, the step about to be computed): opens
   // the window at its first step inside [start_step, start_step + steps);
-  // null outside the window.
+  // null outside the window. The profiler lives as long as this object.
   Profiler* begin_step(int64_t step);
   // After the step that began at `step`: true when the window is open and
   // `step` was its last step, or `force` (training ends or stops).
@@ -43,7 +43,7 @@ class ProfileWindow {
   // Writes trace-<first>-<end>.json (end: the step after the last profiled)
   // and returns the table's lines with a header naming the file. REQUIRES: open.
   Result<std::vector<std::string>> close(int64_t next_step);
-  bool open() const { return profiler_ != nullptr; }
+  bool open() const { return profiler_ != nullptr && !done_; }
 
  private:
   std::optional<ProfileSpec> spec_;

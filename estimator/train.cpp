@@ -126,6 +126,9 @@ Status Estimator::train(bool evaluate_during) {
   const DataSourceSpec& train_spec = *job_.data.train;
   auto batch = global_batch(train_spec, "train");
   if (!batch) return batch.error();
+  // run.profile: only the chief writes the trace; every task prints its
+  // table. Made before the input, whose prefetch thread may record into it.
+  ProfileWindow profile(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
   InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
   set_model_inputs(input_options, *program_.model);
   input_options.num_workers = strategy_->num_workers();
@@ -211,8 +214,6 @@ Status Estimator::train(bool evaluate_during) {
   int64_t total_steps = 0;
   StepOutput summary_acc;
   double window_loss = 0;
-  // run.profile: only the chief writes the trace; every task prints its table.
-  ProfileWindow profile(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
   auto close_profile = [&](int64_t next_step) -> Status {
     auto lines = profile.close(next_step);
     if (!lines) return lines.error();
@@ -224,6 +225,7 @@ Status Estimator::train(bool evaluate_during) {
   while (global_step_ < run.max_steps) {
     const int64_t this_step = global_step_;
     Profiler* prof = profile.begin_step(this_step);
+    if (run.profile) (*input)->set_profiler(prof);
     // The step span: from asking for the batch to the end of its hooks.
     std::optional<ProfileScope> step_scope;
     if (prof) step_scope.emplace(prof, "step");

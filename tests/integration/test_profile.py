@@ -65,6 +65,10 @@ def test_mnist_cnn_trace_is_valid_and_phases_add_up_to_each_step(tmp_path):
     for phase in ["forward", "backward"]:
         got = [e["name"] for e in events if e["cat"] == phase and within(e, steps[0])]
         assert sorted(got) == sorted(f"{phase} {l}" for l in layers), got
+    # The input pipeline prepares batches ahead on its own thread (prefetch: 2).
+    input_tid = next(t for t, n in names.items() if n == "input")
+    assert [e["name"] for e in events if e["tid"] == input_tid] and all(
+        e["name"] == "pipeline batch" for e in events if e["tid"] == input_tid)
     # The checkpoint of step 4 (and its evaluation) happen in the step computing index 3.
     ckpt = [e for e in events if e["cat"] == "checkpoint"]
     assert len(ckpt) == 1 and ckpt[0]["args"]["step"] == 3
