@@ -75,9 +75,11 @@ class Estimator {
   static Result<std::unique_ptr<Estimator>> create(const JobSpec& job, const EstimatorOptions& options);
   ~Estimator();
 
-  // Trains to run.max_steps from the latest checkpoint in model_dir. With
+  // Trains to run.max_steps from the latest checkpoint in model_dir (none:
+  // from run.warm_start when given, saved as model.ckpt-0). With
   // evaluate_during (train_and_evaluate) and data.eval present, evaluates after
   // checkpoint saves as eval.throttle_secs allows, and always after the last step.
+  // run.profile: traces its window of steps (estimator/profile_report.hpp).
   Status train(bool evaluate_during);
   // Evaluates a checkpoint (default: the latest) on data.eval; writes eval
   // summaries and model_dir/eval/metrics-<step>.json (+ metrics.json).

@@ -11,34 +11,13 @@
 #include <regex>
 
 #include "config_schema/did_you_mean.hpp"
+#include "config_schema/semantic.hpp"
 #include "strategies/replica_step.hpp"
 
 namespace dtrain {
 namespace {
 
 namespace fs = std::filesystem;
-
-// What std::regex_error's code means, in our words (the library's what()
-// text differs between standard libraries).
-std::string regex_problem(std::regex_constants::error_type code) {
-  using namespace std::regex_constants;
-  switch (code) {
-    case error_collate: return "an invalid collating element name";
-    case error_ctype: return "an invalid character class name";
-    case error_escape: return "an invalid escape";
-    case error_backref: return "an invalid back reference";
-    case error_brack: return "an unmatched [";
-    case error_paren: return "an unmatched ( or )";
-    case error_brace: return "an unmatched {";
-    case error_badbrace: return "an invalid range in { }";
-    case error_range: return "an invalid character range";
-    case error_space: return "too little memory to compile it";
-    case error_badrepeat: return "a repeat (*, +, ? or {n}) with nothing before it";
-    case error_complexity: return "too much complexity";
-    case error_stack: return "too little stack";
-    default: return "a syntax error";
-  }
-}
 
 Result<std::string> resolve_checkpoint(const WarmStartSpec& spec) {
   std::error_code ec;
@@ -64,14 +43,12 @@ std::string some_names(const std::vector<std::string>& names) {
 }  // namespace
 
 Result<WarmStart> make_warm_start(const WarmStartSpec& spec, const Program& program) {
-  std::regex select;
-  try {
-    select = std::regex(spec.vars, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return config_error(fmt::format("{}: run.warm_start.vars: \"{}\" is not a valid ECMAScript regular expression: "
-                                    "it has {}",
-                                    spec.vars_where, spec.vars, regex_problem(e.code())));
+  // The job's validation checked it (semantic_checks); a spec made otherwise gets the same error.
+  if (auto problem = regex_problem(spec.vars)) {
+    return config_error(fmt::format("{}: run.warm_start.vars: \"{}\" is not a valid ECMAScript regular expression: {}",
+                                    spec.vars_where, spec.vars, *problem));
   }
+  const std::regex select(spec.vars, std::regex::ECMAScript);
   const auto& vars = program.model->variables();
   std::vector<std::string> names;
   std::vector<bool> selected;
