@@ -155,6 +155,21 @@ Json job_json(const JobSpec& job) {
     if (in.dtype != "float32") j["dtype"] = in.dtype;
     inputs[in.name] = j;
   }
+  Json run = {{"model_dir", r.model_dir}, {"max_steps", r.max_steps},
+              {"save_checkpoints_steps", optional_json(r.save_checkpoints_steps)},
+              {"save_checkpoints_secs", optional_json(r.save_checkpoints_secs)},
+              {"keep_checkpoint_max", r.keep_checkpoint_max}, {"save_summary_steps", r.save_summary_steps},
+              {"log_step_count_steps", r.log_step_count_steps}, {"seed", r.seed},
+              {"deterministic", r.deterministic},
+              {"slurm_requeue", r.slurm_requeue ? Json(*r.slurm_requeue) : Json("auto")},
+              {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)}};
+  if (r.warm_start) {
+    Json rename = Json::object();
+    for (const auto& [to, from] : r.warm_start->rename) rename[to] = from;
+    run["warm_start"] = {{"from", r.warm_start->from}, {"vars", r.warm_start->vars}, {"rename", rename},
+                         {"slots", r.warm_start->slots}};
+  }
+  if (r.profile) run["profile"] = {{"start_step", r.profile->start_step}, {"steps", r.profile->steps}};
   Json j{
       {"model", {{named ? "inputs" : "input", named ? inputs : input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}}},
       {"optimizer",
@@ -174,14 +189,7 @@ Json job_json(const JobSpec& job) {
       {"cluster", cluster},
       {"data", data},
       {"precision", {{"compute", job.precision.compute}, {"matmul", job.precision.matmul}}},
-      {"run", {{"model_dir", r.model_dir}, {"max_steps", r.max_steps},
-               {"save_checkpoints_steps", optional_json(r.save_checkpoints_steps)},
-               {"save_checkpoints_secs", optional_json(r.save_checkpoints_secs)},
-               {"keep_checkpoint_max", r.keep_checkpoint_max}, {"save_summary_steps", r.save_summary_steps},
-               {"log_step_count_steps", r.log_step_count_steps}, {"seed", r.seed},
-               {"deterministic", r.deterministic},
-               {"slurm_requeue", r.slurm_requeue ? Json(*r.slurm_requeue) : Json("auto")},
-               {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)}}},
+      {"run", run},
       {"eval", {{"steps", optional_json(job.eval.steps)}, {"throttle_secs", job.eval.throttle_secs},
                 {"start_delay_secs", job.eval.start_delay_secs}}}};
   if (const auto& e = job.export_spec) {

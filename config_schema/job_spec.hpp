@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/layer.hpp"
@@ -226,6 +227,23 @@ struct PrecisionSpec {
   std::string compute_where;        // "job.yaml:30:12" of precision.compute, "" when defaulted
 };
 
+// run.warm_start (Estimator's WarmStartSettings): initial values for the
+// variables `vars` selects, from another run's checkpoint.
+struct WarmStartSpec {
+  std::string from;                  // a checkpoint file or a model_dir (its latest checkpoint); absolute
+  std::string vars = ".*";           // ECMAScript regex, full match over the new model's variable names
+  std::vector<std::pair<std::string, std::string>> rename;  // new-model name -> checkpoint name, file order
+  bool slots = false;                // also copy the copied variables' optimizer slots
+  std::string where, from_where, vars_where;  // "job.yaml:L:C" of run.warm_start, .from and .vars
+  std::vector<std::pair<std::string, std::string>> rename_where;  // per rename entry: places of its key and value
+};
+
+// run.profile: the window of steps [start_step, start_step + steps) traced.
+struct ProfileSpec {
+  int64_t start_step = 10;
+  int64_t steps = 20;
+};
+
 struct RunSpec {
   std::string model_dir = "runs/default";
   int64_t max_steps = 1000;
@@ -238,6 +256,8 @@ struct RunSpec {
   bool deterministic = false;
   std::optional<bool> slurm_requeue;  // run.slurm_requeue; nullopt = "auto"
   int64_t threads = 0;  // compute threads; 0 = auto (OMP_NUM_THREADS, else the thread budget)
+  std::optional<WarmStartSpec> warm_start;
+  std::optional<ProfileSpec> profile;
 };
 
 struct EvalSpec {

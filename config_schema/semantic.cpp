@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 
 #include "config_schema/did_you_mean.hpp"
 
@@ -156,7 +157,38 @@ void check_export(const Node& root, std::vector<Issue>& out) {
   }
 }
 
+void check_warm_start(const Node& root, std::vector<Issue>& out) {
+  const Node* vars = at(root, {"run", "warm_start", "vars"});
+  if (vars == nullptr || !vars->is_scalar()) return;
+  if (auto problem = regex_problem(vars->text)) {
+    out.push_back({vars->loc, "run.warm_start.vars",
+                   "\"" + vars->text + "\" is not a valid ECMAScript regular expression: " + *problem});
+  }
+}
+
 }  // namespace
+
+std::optional<std::string> regex_problem(const std::string& pattern) {
+  using namespace std::regex_constants;
+  try {
+    std::regex(pattern, std::regex::ECMAScript);
+    return std::nullopt;
+  } catch (const std::regex_error& e) {
+    switch (e.code()) {
+      case error_collate: return "it has an invalid collating element name";
+      case error_ctype: return "it has an invalid character class name";
+      case error_escape: return "it has an invalid escape";
+      case error_backref: return "it has an invalid back reference";
+      case error_brack: return "it has an unmatched [";
+      case error_paren: return "it has an unmatched ( or )";
+      case error_brace: return "it has an unmatched {";
+      case error_badbrace: return "it has an invalid range in { }";
+      case error_range: return "it has an invalid character range";
+      case error_badrepeat: return "it has a repeat (*, +, ? or {n}) with nothing before it";
+      default: return "it is too complex or has a syntax error";
+    }
+  }
+}
 
 std::vector<Issue> semantic_checks(const Node& root) {
   std::vector<Issue> out;
@@ -170,6 +202,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   check_model_inputs(root, out);
   check_devices(root, out);
   check_export(root, out);
+  check_warm_start(root, out);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Reading a validated job tree into JobSpec.
 #include "config_schema/to_jobspec.hpp"
 
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -397,6 +398,33 @@ void read_run(const Section& s, RunSpec& r) {
     r.slurm_requeue = as_bool(*n);  // else "auto"
   }
   if (const Node* n = s.get("threads")) r.threads = n->text == "auto" ? 0 : as_int(*n);
+  if (const Node* n = s.get("warm_start")) {
+    WarmStartSpec w;
+    const Section ws(n);
+    w.where = n->loc.str();
+    ws.read("from", w.from);
+    // Relative to the current directory, as model_dir; absolute from here on,
+    // so that the resolved job means the same on every task (dtrain server).
+    if (!w.from.empty()) w.from = std::filesystem::absolute(w.from).lexically_normal().string();
+    ws.read("vars", w.vars);
+    ws.read("slots", w.slots);
+    if (const Node* f = ws.get("from")) w.from_where = f->loc.str();
+    w.vars_where = ws.get("vars") ? ws.get("vars")->loc.str() : w.where;
+    if (const Node* m = ws.get("rename")) {
+      for (const auto& [key, value] : m->entries) {
+        w.rename.emplace_back(key.text, value.text);
+        w.rename_where.emplace_back(key.loc.str(), value.loc.str());
+      }
+    }
+    r.warm_start = std::move(w);
+  }
+  if (const Node* n = s.get("profile")) {
+    ProfileSpec p;
+    const Section ps(n);
+    ps.read("start_step", p.start_step);
+    ps.read("steps", p.steps);
+    r.profile = p;
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/profiler.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -47,6 +48,10 @@ class Input {
   // shard policy "auto" chose); "" when there is nothing to say. The input
   // itself prints nothing.
   virtual std::string describe() const { return ""; }
+  // run.profile: where the pipeline records preparing each batch ("pipeline
+  // batch", on the prefetch thread's track "input", else the caller's); null
+  // stops it. Thread-safe. REQUIRES: the profiler outlives this Input.
+  virtual void set_profiler(Profiler* profiler) { (void)profiler; }
 };
 
 }  // namespace dtrain

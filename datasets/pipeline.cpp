@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <utility>
@@ -110,11 +111,15 @@ class PipelineInput final : public Input {
   std::vector<DType> extra_feature_dtypes() const override { return extra_dtypes_; }
   Shape label_shape() const override { return map_.label_shape(); }
   std::string describe() const override { return description_; }
+  void set_profiler(Profiler* profiler) override { profiler_.store(profiler); }
 
  private:
   // The next batch from order_. Runs on the prefetch thread while prefetcher_
   // exists, else on the caller's.
   Result<std::optional<Batch>> produce() {
+    Profiler* profiler = profiler_.load();
+    if (profiler) profiler->name_thread("input");  // the prefetch thread; the caller's has its name
+    const ProfileScope profile(profiler, "pipeline", "batch");
     std::vector<int64_t> epochs;
     std::vector<int64_t> ids = order_.next_batch(&epochs);
     int64_t offset = 0;
@@ -216,6 +221,7 @@ class PipelineInput final : public Input {
   const int64_t prefetch_;  // queue capacity; 0 = synchronous
   int64_t position_ = 0;    // batches returned by next(); consumer thread only
   const std::unique_ptr<MapPool> pool_;     // nullptr: one thread; used by whichever thread runs produce()
+  std::atomic<Profiler*> profiler_{nullptr};  // run.profile's window (set_profiler)
   std::unique_ptr<Prefetcher> prefetcher_;  // last member: destroyed first
 };
 

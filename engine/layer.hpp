@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/ops/context.hpp"
+#include "engine/profiler.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -52,6 +53,9 @@ struct ForwardContext {
   const ops::Context* ops = &ops::host_context();
   // Null: this replica's batch is the global batch (one_device, evaluation).
   CrossReplicaSum* cross_replica = nullptr;
+  // run.profile's window: each layer's forward and backward are recorded
+  // here (on the calling thread's track); null when not profiling.
+  Profiler* profiler = nullptr;
 };
 
 // Per-replica, per-layer scratch kept between forward and backward.

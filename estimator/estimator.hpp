@@ -75,9 +75,11 @@ class Estimator {
   static Result<std::unique_ptr<Estimator>> create(const JobSpec& job, const EstimatorOptions& options);
   ~Estimator();
 
-  // Trains to run.max_steps from the latest checkpoint in model_dir. With
+  // Trains to run.max_steps from the latest checkpoint in model_dir (none:
+  // from run.warm_start when given, saved as model.ckpt-0). With
   // evaluate_during (train_and_evaluate) and data.eval present, evaluates after
   // checkpoint saves as eval.throttle_secs allows, and always after the last step.
+  // run.profile: traces its window of steps (estimator/profile_report.hpp).
   Status train(bool evaluate_during);
   // Evaluates a checkpoint (default: the latest) on data.eval; writes eval
   // summaries and model_dir/eval/metrics-<step>.json (+ metrics.json).
@@ -117,6 +119,10 @@ class Estimator {
   // Restores `checkpoint` (default: the latest in model_dir); returns its path.
   Result<std::string> restore_for_inference(const std::optional<std::string>& checkpoint);
   Status save(int64_t input_position);
+  // run.warm_start (a run with no checkpoint of its own): restores the
+  // warm-started state through the strategy and logs what was copied and
+  // every variable left to its initializer.
+  Status warm_start();
   Result<EvalResult> run_evaluation(const std::string& checkpoint_name);
   Status write_eval_outputs(const EvalResult& r);
   // A data error when a layer cannot take a value of the features (an
@@ -147,6 +153,7 @@ class Estimator {
   int64_t global_step_ = 0;
   int64_t restored_input_position_ = 0;
   std::string last_checkpoint_;
+  bool warm_started_ = false;  // train() started from run.warm_start
   bool stopped_by_requeue_signal_ = false;  // train() stopped because a task of the cluster received SIGUSR1
   VocabularyPtr vocabulary_;  // of text data; null until needed
   std::unique_ptr<SummaryWriter> train_writer_, eval_writer_;

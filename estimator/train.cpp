@@ -9,12 +9,15 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "datasets/pipeline.hpp"
 #include "engine/io/file_util.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
 #include "estimator/estimator.hpp"
+#include "estimator/profile_report.hpp"
+#include "estimator/warm_start.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 
@@ -45,6 +48,29 @@ Status write_text_file(const fs::path& path, const std::string& text) {
 }
 
 }  // namespace
+
+Status Estimator::warm_start() {
+  auto ws = make_warm_start(*job_.run.warm_start, program_);
+  if (!ws) return ws.error();
+  if (Status s = strategy_->restore(ws->state); !s) return s;
+  global_step_ = 0;
+  restored_input_position_ = 0;
+  warm_started_ = true;
+  const bool slots = job_.run.warm_start->slots;
+  log_.info(fmt::format("warm start from {}: copied {} of {} variables{}: {}", ws->checkpoint, ws->copied.size(),
+                        program_.model->variables().size(),
+                        slots ? " with their optimizer slots" : " (optimizer slots start fresh)",
+                        fmt::join(ws->copied, ", ")));
+  if (const size_t n = ws->not_filled.size(); n > 0) {
+    log_.info(fmt::format("warm start: {} variable{} not filled, initialised by {}: {}", n, n == 1 ? "" : "s",
+                          n == 1 ? "its initializer" : "their initializers", fmt::join(ws->not_filled, ", ")));
+  }
+  if (!ws->fresh_slots.empty()) {
+    log_.info(fmt::format("warm start: optimizer slots not in the checkpoint start fresh: {}",
+                          fmt::join(ws->fresh_slots, ", ")));
+  }
+  return Status::Ok();
+}
 
 Status Estimator::train(bool evaluate_during) {
   const RunSpec& run = job_.run;
@@ -80,6 +106,8 @@ Status Estimator::train(bool evaluate_during) {
     if (Status s = restore_from(*ckpt); !s) return s;
     last_checkpoint_ = *latest;
     log_.info(fmt::format("resuming from {} at step {}", *latest, global_step_));
+  } else if (chief && run.warm_start) {
+    if (Status s = warm_start(); !s) return s;
   }
 
   if (options_.cluster) {
@@ -89,10 +117,18 @@ Status Estimator::train(bool evaluate_during) {
     global_step_ = start_state[0];
     restored_input_position_ = start_state[1];
   }
+  // The warm-started state is the run's step 0: saved, so that it can be
+  // inspected and a restart before the first save does not copy again.
+  if (warm_started_ && chief) {
+    if (Status s = save(0); !s) return s;
+  }
 
   const DataSourceSpec& train_spec = *job_.data.train;
   auto batch = global_batch(train_spec, "train");
   if (!batch) return batch.error();
+  // run.profile: only the chief writes the trace; every task prints its
+  // table. Made before the input, whose prefetch thread may record into it.
+  ProfileWindow profile(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
   InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
   set_model_inputs(input_options, *program_.model);
   input_options.num_workers = strategy_->num_workers();
@@ -184,14 +220,34 @@ Status Estimator::train(bool evaluate_during) {
   int64_t total_steps = 0;
   StepOutput summary_acc;
   double window_loss = 0;
+  auto close_profile = [&](int64_t next_step) -> Status {
+    auto lines = profile.close(next_step);
+    if (!lines) return lines.error();
+    log_.end_progress();
+    for (const std::string& l : *lines) log_.info(l);
+    return Status::Ok();
+  };
 
   while (global_step_ < run.max_steps) {
+    const int64_t this_step = global_step_;
+    Profiler* prof = profile.begin_step(this_step);
+    if (run.profile) (*input)->set_profiler(prof);
+    // The step span: from asking for the batch to the end of its hooks.
+    std::optional<ProfileScope> step_scope;
+    if (prof) step_scope.emplace(prof, "step");
     const auto wait_start = Clock::now();
+    std::optional<ProfileScope> input_scope;
+    if (prof) input_scope.emplace(prof, "input", "wait");
     auto next = (*input)->next();
+    input_scope.reset();
     window_input_wait += seconds_since(wait_start);
     if (!next) return next.error();
     // Every worker stops at the same step: when any worker's input ends.
+    // Agreeing with the other workers is a phase of its own ("sync").
+    std::optional<ProfileScope> sync_scope;
+    if (prof && multi_worker) sync_scope.emplace(prof, "sync", "end of input");
     const bool out_of_data = multi_worker ? strategy_->any_worker(!next->has_value()) : !next->has_value();
+    sync_scope.reset();
     if (out_of_data) {
       log_.warning(fmt::format("data.train ran out of examples at step {} (repeat: false); stopping early",
                                global_step_));
@@ -200,7 +256,15 @@ Status Estimator::train(bool evaluate_during) {
     const Batch& b = **next;
     if (Status s = check_batch(b, train_spec, "data.train"); !s) return s;
     const float lr = static_cast<float>(learning_rate_at(job_.optimizer, global_step_));
-    StepOutput out = strategy_->train_step(b, global_step_, lr);
+    StepOutput out;
+    {
+      const ProfileScope compute(prof, "compute");
+      program_.profiler = prof;
+      out = strategy_->train_step(b, global_step_, lr);
+      program_.profiler = nullptr;
+    }
+    std::optional<ProfileScope> hooks_scope;  // logging and summaries
+    if (prof) hooks_scope.emplace(prof, "summaries");
     const auto [comm, exposed] = strategy_->last_comm_seconds();
     window_comm += comm;
     window_exposed += exposed;
@@ -261,11 +325,14 @@ Status Estimator::train(bool evaluate_during) {
       summary_acc = StepOutput{};
     }
 
+    hooks_scope.reset();
     const int local_sig = g_stop_signal.load();
     // A stop signal to any worker stops every worker after this step (and
     // the chief saves it).
+    if (prof && multi_worker) sync_scope.emplace(prof, "sync", "stop signal");
     const int stop_sig = multi_worker ? (strategy_->any_worker(local_sig != 0) ? (local_sig ? local_sig : -1) : 0)
                                       : local_sig;
+    sync_scope.reset();
     if (stop_sig != 0) {
       // Every task stops at this step: agree whether any was sent SIGUSR1.
       const bool usr1 = g_stop_signal.load() == SIGUSR1;
@@ -277,17 +344,25 @@ Status Estimator::train(bool evaluate_during) {
     }
     if (run.save_checkpoints_secs) save_now = save_now || seconds_since(last_save) >= *run.save_checkpoints_secs;
     if (save_now && chief) {
-      if (Status s = save((*input)->position()); !s) return s;
+      {
+        const ProfileScope checkpoint(prof, "checkpoint");
+        if (Status s = save((*input)->position()); !s) return s;
+      }
       saved_step = global_step_;
       last_save = Clock::now();
       const bool throttle_ok = !last_eval || seconds_since(*last_eval) >= job_.eval.throttle_secs;
       const bool delay_ok = seconds_since(start) >= job_.eval.start_delay_secs;
       if (can_eval && stop_sig == 0 && (last || (throttle_ok && delay_ok))) {
+        const ProfileScope eval(prof, "eval");
         auto r = run_evaluation(last_checkpoint_);
         if (!r) return r.error();
         last_eval = Clock::now();
         if (Status s = export_after(&*r, last); !s) return s;
       }
+    }
+    step_scope.reset();
+    if (profile.should_close(this_step, last || stop_sig != 0)) {
+      if (Status s = close_profile(global_step_); !s) return s;
     }
     if (stop_sig != 0) {
       log_.end_progress();
@@ -315,6 +390,9 @@ Status Estimator::train(bool evaluate_during) {
                                signal_name(stop_sig), global_step_,
                                chief ? last_checkpoint_ : std::string("by the chief"))};
     }
+  }
+  if (profile.open()) {
+    if (Status s = close_profile(global_step_); !s) return s;
   }
   if (chief && saved_step != global_step_ && global_step_ > 0) {
     if (Status s = save((*input)->position()); !s) return s;

@@ -1,6 +1,8 @@
 // Bucketing and the in-process all-reduce.
 #include "strategies/all_reduce.hpp"
 
+#include <fmt/format.h>
+
 #include "engine/ops/core.hpp"
 
 #include <algorithm>
@@ -60,9 +62,16 @@ InProcessAllReduce::~InProcessAllReduce() {
   if (comm_.joinable()) comm_.join();
 }
 
-void InProcessAllReduce::begin_step(std::span<ReplicaState* const> states) {
+std::string InProcessAllReduce::bucket_label(size_t bucket) const {
+  int64_t bytes = 0;
+  for (size_t v : buckets_.vars[bucket]) bytes += states_[0]->grads[v].bytes();
+  return fmt::format("bucket {} ({:.2f} MiB)", bucket, static_cast<double>(bytes) / (1024.0 * 1024.0));
+}
+
+void InProcessAllReduce::begin_step(std::span<ReplicaState* const> states, Profiler* profiler) {
   std::lock_guard<std::mutex> lock(mu_);
   states_ = states;
+  profiler_ = profiler;
   std::fill(arrived_.begin(), arrived_.end(), 0);
   std::fill(ready_.begin(), ready_.end(), false);
   reduced_ = 0;
@@ -73,16 +82,25 @@ void InProcessAllReduce::begin_step(std::span<ReplicaState* const> states) {
 }
 
 void InProcessAllReduce::arrive(size_t bucket) {
+  Profiler* profiler = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (++arrived_[bucket] < static_cast<int>(states_.size())) return;
+    profiler = profiler_;
   }
-  // Every replica's gradients for this bucket are final and no one writes
-  // them until the next step: reduce outside the lock.
-  sum_into_first(states_, buckets_.vars[bucket]);
-  if (!cross_) {
-    publish(bucket);
+  if (!cross_ && states_.size() == 1) {
+    publish(bucket);  // one replica, one worker: nothing to reduce
     return;
+  }
+  {
+    // Every replica's gradients for this bucket are final and no one writes
+    // them until the next step: reduce outside the lock.
+    const ProfileScope profile(profiler, "all-reduce", profiler ? bucket_label(bucket) + " in process" : "");
+    sum_into_first(states_, buckets_.vars[bucket]);
+    if (!cross_) {
+      publish(bucket);
+      return;
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -111,13 +129,17 @@ void InProcessAllReduce::comm_loop() {
   for (;;) {
     size_t bucket = 0;
     bool failed = false;
+    Profiler* profiler = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu_);
       ready_cv_.wait(lock, [&] { return stop_ || (next_cross_ < ready_.size() && ready_[next_cross_]); });
       if (stop_) return;
       bucket = next_cross_++;
       failed = error_.has_value();
+      profiler = profiler_;
     }
+    if (profiler) profiler->name_thread("all-reduce");
+    const ProfileScope profile(profiler, "all-reduce", profiler ? bucket_label(bucket) + " across workers" : "");
     const auto t0 = Clock::now();
     // After a failure the communicator is unusable: the remaining buckets
     // are only released so that wait_all() returns.

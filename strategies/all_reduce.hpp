@@ -11,12 +11,14 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/status.hpp"
 
 #include "engine/model/model.hpp"
+#include "engine/profiler.hpp"
 
 namespace dtrain {
 
@@ -57,7 +59,10 @@ class InProcessAllReduce {
   explicit InProcessAllReduce(const GradBuckets& buckets, CrossReduce cross = {});
   ~InProcessAllReduce();
   // Before the replicas start a step (caller's thread, no replica running).
-  void begin_step(std::span<ReplicaState* const> states);
+  // `profiler` (null: off) records each bucket's in-process sum on the
+  // replica thread that does it, and its cross-worker reduction on the
+  // communication thread (track "all-reduce").
+  void begin_step(std::span<ReplicaState* const> states, Profiler* profiler = nullptr);
   // Replica r's gradients for `bucket` are final. The last replica to arrive
   // reduces the bucket and writes the sum into every replica's gradients.
   void arrive(size_t bucket);
@@ -78,6 +83,9 @@ class InProcessAllReduce {
   const GradBuckets& buckets_;
   CrossReduce cross_;
   std::span<ReplicaState* const> states_;
+  Profiler* profiler_ = nullptr;  // GUARDED_BY(mu_); set by begin_step
+  // "bucket 3 (1.00 MiB)" for the profiler.
+  std::string bucket_label(size_t bucket) const;
   mutable std::mutex mu_;
   std::condition_variable done_cv_, ready_cv_;
   std::vector<int> arrived_;   // GUARDED_BY(mu_), per bucket

@@ -80,7 +80,7 @@ StepOutput MirroredStrategy::train_step(const Batch& batch, int64_t step, float 
 }
 
 StepOutput MirroredStrategy::mirrored_step(const Batch& batch, int64_t step, float lr, float scale) {
-  reducer_->begin_step(replica_ptrs_);
+  reducer_->begin_step(replica_ptrs_, program_.profiler);
   const auto outs = on_shards(batch.size(), [&](int r, int64_t begin, int64_t end) {
     ReplicaState& rs = replicas_[static_cast<size_t>(r)];
     StepOutput out;

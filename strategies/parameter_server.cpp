@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <optional>
 
 #include "strategies/all_reduce.hpp"
 #include "strategies/replica_step.hpp"
@@ -125,7 +126,10 @@ int64_t ParameterServerStrategy::pull_all(int64_t min_step) {
 
 StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step, float lr) {
   const auto t0 = std::chrono::steady_clock::now();
-  seen_step_ = pull_all(sync_ ? step : 0);
+  {
+    const ProfileScope profile(program_.profiler, "ps", "pull");
+    seen_step_ = pull_all(sync_ ? step : 0);
+  }
   double rpc = seconds_since(t0);
   refresh_private_copies(values_);
   // sync: the mean is over the global batch of every worker (equal batches);
@@ -158,6 +162,9 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
   }
 
   const auto t1 = std::chrono::steady_clock::now();
+  // The push (the ps apply the optimizer; sync: once every worker pushed).
+  std::optional<ProfileScope> push_scope;
+  if (program_.profiler) push_scope.emplace(program_.profiler, "ps", "push");
   const int64_t push_step = sync_ ? step : seen_step_;
   std::vector<std::future<Status>> pushes;
   for (size_t t = 0; t < ps_.size(); ++t) {
@@ -182,6 +189,7 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
   for (auto& f : pushes) {
     if (Status s = f.get(); !s) fail(s.error());
   }
+  push_scope.reset();
   rpc += seconds_since(t1);
   last_rpc_seconds_ = rpc;
   // This worker's own flag (with float16's dynamic scale on GPU workers the

@@ -46,6 +46,11 @@ struct Program {
     return static_cast<float>(loss_sum ? s : s / static_cast<double>(global_batch));
   }
 
+  // run.profile's window: where the replicas record their phases (forward,
+  // loss, backward, all-reduce, optimizer). Set by the estimator around a
+  // train_step inside the window, null otherwise.
+  Profiler* profiler = nullptr;
+
   size_t metric_state_size() const { return metric_offsets.empty() ? 0 : metric_offsets.back(); }
   std::span<double> metric_state(std::vector<double>& all, size_t i) const {
     return {all.data() + metric_offsets[i], metric_offsets[i + 1] - metric_offsets[i]};

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cassert>
+#include <optional>
 
 #include "engine/ops/core.hpp"
 #include "engine/optim/initializers.hpp"
@@ -46,9 +47,11 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
   const Tensor y = on_replica(rs, rs.labels, host_y);
   const std::vector<Tensor> extra = extra_on_replica(rs, batch, begin, end);
   ForwardContext ctx{training, program.seed, step, batch.offset + begin, &rs.ctx,
-                     training ? rs.cross_replica : nullptr};
+                     training ? rs.cross_replica : nullptr, program.profiler};
   const Tensor& logits = program.model->forward(ctx, rs, x, extra);
   Tensor dlogits;
+  std::optional<ProfileScope> loss_scope;  // the loss, its gradient and the metrics
+  if (program.profiler) loss_scope.emplace(program.profiler, "loss");
   out.loss_sum = program.loss->forward_backward(logits, y, training ? &dlogits : nullptr, grad_scale, rs.ctx);
   out.examples = end - begin;
   if (!program.metrics.empty()) {
@@ -58,6 +61,7 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
       program.metrics[i]->update(host_logits, host_y, out.loss_sum, program.metric_state(out.metric_state, i));
     }
   }
+  loss_scope.reset();
   if (training) program.model->backward(ctx, rs, x, dlogits, layer_done, extra);
   return out;
 }
@@ -80,6 +84,7 @@ bool grads_finite(const Program& program, const ops::Context& ctx, std::span<con
 
 bool apply_gradients(const Program& program, const ops::Context& ctx, std::span<Tensor> values,
                      std::span<Tensor> grads, std::vector<std::vector<Tensor>>& slots, int64_t step, float lr) {
+  const ProfileScope profile(program.profiler, "optimizer");
   const auto& vars = program.model->variables();
   if (program.mixed()) {
     // Gradients are sums over the global batch (all-reduced, or summed

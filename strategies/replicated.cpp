@@ -2,6 +2,8 @@
 // and mirrored.
 #include "strategies/replicated.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "strategies/all_reduce.hpp"
@@ -47,6 +49,8 @@ std::vector<StepOutput> ReplicatedStrategy::on_shards(int64_t rows,
   group_sum_->begin_step(participating);
   std::vector<StepOutput> outs(shards.size());
   pool_.run([&](int r) {
+    // The first name wins: with one replica this is the caller's (main) thread.
+    if (program_.profiler) program_.profiler->name_thread(fmt::format("replica {}", r));
     const auto [begin, end] = shards[static_cast<size_t>(r)];
     outs[static_cast<size_t>(r)] = fn(r, begin, end);
   });

@@ -2,6 +2,7 @@
 // reports every problem, and runs forward/backward over one replica's state.
 #include "engine/model/model.hpp"
 
+#include <optional>
 #include <fmt/format.h>
 
 #include <cassert>
@@ -425,6 +426,7 @@ const Tensor& Model::forward(const ForwardContext& ctx, ReplicaState& rs, const 
   for (size_t i = 0; i < layers_.size(); ++i) {
     const Entry& e = layers_[i];
     std::span<Tensor> params(rs.values.data() + e.first_var, e.num_vars);
+    const ProfileScope profile(ctx.profiler, "forward", ctx.profiler ? e.name : std::string());
     if (e.inputs.size() == 1) {
       const Tensor& in = input_tensor(e.inputs[0], rs, x, extra);
       e.layer->forward(ctx, params, in, rs.activations[i], rs.caches[i]);
@@ -445,6 +447,8 @@ void Model::backward(const ForwardContext& ctx, ReplicaState& rs, const Tensor& 
   for (size_t k = layers_.size(); k-- > 0;) {
     const Entry& e = layers_[k];
     const Tensor& dy = k + 1 == layers_.size() ? dlogits : rs.output_grads[k];
+    std::optional<ProfileScope> profile;  // ends before layer_done (a bucket's all-reduce is not backward)
+    if (ctx.profiler) profile.emplace(ctx.profiler, "backward", e.name);
     std::span<const Tensor> params(rs.values.data() + e.first_var, e.num_vars);
     std::span<Tensor> grads(rs.grads.data() + e.first_var, e.num_vars);
     // Each input's gradient goes straight into its producer's buffer when
@@ -481,6 +485,7 @@ void Model::backward(const ForwardContext& ctx, ReplicaState& rs, const Tensor& 
       }
       written = 1;
     }
+    profile.reset();
     if (layer_done) layer_done(k);
   }
 }
