@@ -103,7 +103,8 @@ class Estimator {
   Status restore_from(const CheckpointData& ckpt);
   // Restores `checkpoint` (default: the latest in model_dir); returns its path.
   Result<std::string> restore_for_inference(const std::optional<std::string>& checkpoint);
-  Status save(int64_t input_position);
+  // input_state: Input::state() ("" for inputs that the position restores).
+  Status save(int64_t input_position, const std::string& input_state = "");
   Result<EvalResult> run_evaluation(const std::string& checkpoint_name);
   Status write_eval_outputs(const EvalResult& r);
   // A data error when a layer cannot take a value of the features (an
@@ -133,6 +134,7 @@ class Estimator {
   void log_threads();         // prints threads_line_ once
   int64_t global_step_ = 0;
   int64_t restored_input_position_ = 0;
+  std::string restored_input_state_;  // a streaming input's exact position; "" otherwise
   std::string last_checkpoint_;
   bool stopped_by_requeue_signal_ = false;  // train() stopped because a task of the cluster received SIGUSR1
   VocabularyPtr vocabulary_;  // of text data; null until needed

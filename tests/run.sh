@@ -7,9 +7,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# Python helpers for the tests (PyPI): TensorBoard's reader, safetensors, pytest.
-python3 -c "import pytest, numpy, safetensors, tensorboard" 2>/dev/null ||
-  python3 -m pip install -q pytest numpy safetensors tensorboard
+# Python helpers for the tests (PyPI): TensorBoard's reader, safetensors, pytest,
+# Pillow (JPEG shards for the streaming tests).
+python3 -c "import pytest, numpy, safetensors, tensorboard, PIL" 2>/dev/null ||
+  python3 -m pip install -q pytest numpy safetensors tensorboard pillow
 
 # Slurm and munge (Debian) for tests/integration/test_slurm.py, which starts a
 # private single-node Slurm on 127.0.0.1 (it skips, saying why, if it cannot).

@@ -367,6 +367,8 @@ data:
     interleave: null
     map: []
     num_parallel_calls: 1
+    stream: false
+    max_buffer_mb: null
 precision:
   compute: float32
   matmul: highest
