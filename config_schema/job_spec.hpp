@@ -216,6 +216,7 @@ struct DataSourceSpec {
   int64_t num_parallel_calls = 1;  // threads gathering and mapping a batch; 0 = auto
   bool stream = false;              // tfrecord: read, decode and batch as training goes (datasets/stream_input.hpp)
   std::optional<int64_t> max_buffer_mb;  // stream: cap on what the pipeline holds; null = none
+  std::string cache = "none";       // stream: none | memory (the encoded records, read once)
 };
 
 struct DataSpec {

@@ -351,6 +351,11 @@ Result<std::unique_ptr<Input>> make_input(const DataSourceSpec& spec, const Inpu
   // Spec mistakes are reported before reading any data.
   if (Status s = check_stages(spec, options); !s) return s.error();
   if (spec.stream) return make_stream_input(spec, options);
+  if (spec.cache == "memory") {
+    return config_error(message_prefix(spec, options) +
+                        "cache: memory applies to stream: true (without it the whole data set is held in memory "
+                        "already)");
+  }
   auto source = load_source(spec, SourceContext{options.base_dir, message_prefix(spec, options), options.vocabulary,
                                                 options.input_names});
   if (!source) return source.error();

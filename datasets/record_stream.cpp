@@ -49,6 +49,7 @@ std::string StreamState::text() const {
 
 RecordStream::RecordStream(StreamSpec spec) : spec_(std::move(spec)), files_hash_(hash_files(spec_.files)) {
   slots_.resize(static_cast<size_t>(spec_.cycle_length));
+  cache_.resize(spec_.files.size());
   start_epoch(0);
 }
 
@@ -87,21 +88,47 @@ Result<bool> RecordStream::pull(Buffered& out) {
   };
   while (next_file_ < n || open_ > 0) {
     Slot& slot = slots_[static_cast<size_t>(cycle_)];
+    if (slot.cached && slot.cursor < slot.cached->refs.size()) {
+      out.ref = slot.cached->refs[slot.cursor];
+      out.data = slot.cached->data[slot.cursor++];
+      if (++taken_ == spec_.block_length) advance();
+      return true;
+    }
     if (slot.reader) {
       auto got = slot.reader->next(out.data, out.ref.offset, out.ref.index, spec_.skip_corrupt, &skipped_);
       if (!got) return got.error();
       if (*got) {
         out.ref.file = order_[static_cast<size_t>(slot.position)];
+        if (slot.filling) {
+          if (Status s = check_cap(static_cast<int64_t>(out.data.size()), "cache: memory"); !s) return s.error();
+          cache_bytes_ += static_cast<int64_t>(out.data.size());
+          slot.filling->data.push_back(out.data);
+          slot.filling->refs.push_back(out.ref);
+        }
         if (++taken_ == spec_.block_length) advance();
         return true;
       }
+      if (slot.filling) {
+        slot.filling->end_offset = slot.reader->offset();
+        slot.filling->end_index = slot.reader->index();
+        cache_[static_cast<size_t>(order_[static_cast<size_t>(slot.position)])] = std::move(slot.filling);
+      }
+    }
+    if (slot.open()) {  // its file is exhausted
       slot = Slot{};
       --open_;
       advance();
     } else if (next_file_ < n) {
-      auto reader = open_file(order_[static_cast<size_t>(next_file_)]);
-      if (!reader) return reader.error();
-      slot.reader = std::move(reader.value());
+      const int32_t file = order_[static_cast<size_t>(next_file_)];
+      if (cache_[static_cast<size_t>(file)]) {
+        slot.cached = cache_[static_cast<size_t>(file)];
+        slot.cursor = 0;
+      } else {
+        auto reader = open_file(file);
+        if (!reader) return reader.error();
+        slot.reader = std::move(reader.value());
+        if (spec_.cache) slot.filling = std::make_shared<CachedFile>();
+      }
       slot.position = next_file_++;
       ++open_;
     } else {
@@ -111,9 +138,19 @@ Result<bool> RecordStream::pull(Buffered& out) {
   return false;
 }
 
+Status RecordStream::check_cap(int64_t more, const char* what) const {
+  if (spec_.max_buffer_bytes == 0 || buffer_bytes_ + cache_bytes_ + more <= spec_.max_buffer_bytes) return {};
+  return config_error(fmt::format("{} ({} reached {:.1f} MiB: {} records in the shuffle buffer, {:.1f} MiB of cached "
+                                  "records)",
+                                  spec_.cap_message, what,
+                                  static_cast<double>(buffer_bytes_ + cache_bytes_ + more) / (1 << 20),
+                                  buffer_.size(), static_cast<double>(cache_bytes_) / (1 << 20)));
+}
+
 Status RecordStream::add_to_buffer(Buffered b) {
   const auto bytes = static_cast<int64_t>(b.data.size());
-  if (spec_.max_buffer_bytes > 0 && buffer_bytes_ + bytes > spec_.max_buffer_bytes) {
+  if (spec_.max_buffer_bytes > 0 && buffer_bytes_ + cache_bytes_ + bytes > spec_.max_buffer_bytes) {
+    if (spec_.cache) return check_cap(bytes, "the shuffle buffer");
     return config_error(fmt::format("{} (the shuffle buffer reached {:.1f} MiB with {} of its {} records)",
                                     spec_.cap_message, static_cast<double>(buffer_bytes_ + bytes) / (1 << 20),
                                     buffer_.size() + 1, spec_.shuffle_buffer));
@@ -153,7 +190,10 @@ Result<bool> RecordStream::next(StreamRecord& out) {
         if (*got) {
           // The refill takes the drawn slot's place (the cap counts it there).
           buffer_[slot] = Buffered{};
-          if (spec_.max_buffer_bytes > 0 && buffer_bytes_ + static_cast<int64_t>(b.data.size()) > spec_.max_buffer_bytes) {
+          if (spec_.cache) {
+            if (Status s = check_cap(static_cast<int64_t>(b.data.size()), "the shuffle buffer"); !s) return s.error();
+          } else if (spec_.max_buffer_bytes > 0 &&
+                     buffer_bytes_ + static_cast<int64_t>(b.data.size()) > spec_.max_buffer_bytes) {
             return config_error(fmt::format("{} (the shuffle buffer reached {:.1f} MiB with its {} records)",
                                             spec_.cap_message,
                                             static_cast<double>(buffer_bytes_ + static_cast<int64_t>(b.data.size())) / (1 << 20),
@@ -192,7 +232,13 @@ std::shared_ptr<const StreamState> RecordStream::snapshot() const {
   s->num_files = static_cast<int64_t>(spec_.files.size());
   for (const Slot& slot : slots_) {
     StreamState::Slot out;
-    if (slot.reader) out = {slot.position, slot.reader->offset(), slot.reader->index()};
+    if (slot.reader) {
+      out = {slot.position, slot.reader->offset(), slot.reader->index()};
+    } else if (slot.cached) {
+      const CachedFile& c = *slot.cached;
+      out = slot.cursor < c.refs.size() ? StreamState::Slot{slot.position, c.refs[slot.cursor].offset, c.refs[slot.cursor].index}
+                                        : StreamState::Slot{slot.position, c.end_offset, c.end_index};
+    }
     s->slots.push_back(out);
   }
   s->buffer.reserve(buffer_.size());

@@ -32,6 +32,10 @@ struct StreamSpec {
   // when a record would exceed it, "<cap_message> <bytes and records>".
   int64_t max_buffer_bytes = 0;
   std::string cap_message;
+  // cache: memory: keep each file's records once read from its start to its
+  // end; later epochs read them from memory. They count against
+  // max_buffer_bytes with the shuffle buffer (the error then says so).
+  bool cache = false;
 };
 
 // A record reference: file number, byte offset in the decompressed file, record number in the file.
@@ -81,16 +85,27 @@ class RecordStream {
   Status restore(const std::string& text);
   // Messages of corrupt records skipped since the last call (on_error: skip).
   std::vector<std::string> take_skipped();
-  // The encoded bytes in the shuffle buffer now.
+  // The encoded bytes in the shuffle buffer now, and in the cache.
   int64_t buffer_bytes() const { return buffer_bytes_; }
+  int64_t cache_bytes() const { return cache_bytes_; }
 
   // The epoch's file order: `use` permuted by (seed, epoch) when `shuffle`.
   static std::vector<int32_t> file_order(const std::vector<int32_t>& use, uint64_t seed, int64_t epoch, bool shuffle);
 
  private:
+  // A file's records in memory (cache: memory), and where the file ends.
+  struct CachedFile {
+    std::vector<std::string> data;
+    std::vector<RecordRef> refs;
+    int64_t end_offset = 0, end_index = 0;
+  };
   struct Slot {
     int64_t position = -1;
-    std::unique_ptr<TfRecordReader> reader;
+    std::unique_ptr<TfRecordReader> reader;    // reading the file, or
+    std::shared_ptr<const CachedFile> cached;  // reading its cached records
+    size_t cursor = 0;                         // next of cached's records
+    std::shared_ptr<CachedFile> filling;       // the cache being made from reader (read from its start)
+    bool open() const { return reader || cached; }
   };
   struct Buffered {
     RecordRef ref;
@@ -102,6 +117,8 @@ class RecordStream {
   // The next record of the interleaved files; false when they are exhausted.
   Result<bool> pull(Buffered& out);
   Status add_to_buffer(Buffered b);
+  // The cap's error when `more` bytes would exceed it, else OK.
+  Status check_cap(int64_t more, const char* what) const;
 
   StreamSpec spec_;
   uint64_t files_hash_ = 0;
@@ -111,6 +128,8 @@ class RecordStream {
   std::vector<Slot> slots_;     // cycle_length
   std::vector<Buffered> buffer_;
   int64_t buffer_bytes_ = 0;
+  std::vector<std::shared_ptr<const CachedFile>> cache_;  // by file number; null: not cached
+  int64_t cache_bytes_ = 0;                                // in cache_ and in slots' filling
   std::vector<std::string> skipped_;
 };
 

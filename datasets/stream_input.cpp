@@ -209,6 +209,10 @@ Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, con
     return config_error(prefix + "on_error \"" + spec.on_error + "\" is not one of fail, skip");
   }
   st.skip_corrupt = spec.on_error == "skip";
+  if (spec.cache != "none" && spec.cache != "memory") {
+    return config_error(prefix + "cache \"" + spec.cache + "\" is not one of none, memory");
+  }
+  st.cache = spec.cache == "memory";
   auto layout = make_example_layout(spec, prefix);
   if (!layout) return layout.error();
   parts.layout = std::move(layout.value());
@@ -267,13 +271,15 @@ Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, con
                                       st.cycle_length, held / kMiB));
     }
     st.max_buffer_bytes = cap - held;
-    st.cap_message = fmt::format("{}max_buffer_mb {} exceeded: the shuffle buffer may hold {:.1f} MiB of records "
-                                 "besides {:.1f} MiB of decoded batches and open files; lower shuffle or raise "
+    st.cap_message = fmt::format("{}max_buffer_mb {} exceeded: the shuffle buffer{} may hold {:.1f} MiB of records "
+                                 "besides {:.1f} MiB of decoded batches and open files; lower shuffle{} or raise "
                                  "max_buffer_mb",
-                                 prefix, *spec.max_buffer_mb, st.max_buffer_bytes / kMiB, held / kMiB);
-    budget = fmt::format("max_buffer_mb {} ({:.1f} MiB for the shuffle buffer)", *spec.max_buffer_mb,
-                         st.max_buffer_bytes / kMiB);
+                                 prefix, *spec.max_buffer_mb, st.cache ? " and the cache" : "",
+                                 st.max_buffer_bytes / kMiB, held / kMiB, st.cache ? ", use cache: none" : "");
+    budget = fmt::format("max_buffer_mb {} ({:.1f} MiB for the shuffle buffer{})", *spec.max_buffer_mb,
+                         st.max_buffer_bytes / kMiB, st.cache ? " and the cache" : "");
   }
+  if (st.cache) budget += "; cache memory: later epochs read the records from memory";
   const bool shuffled = spec.shuffle > 1;
   parts.description = fmt::format(
       "{}: streaming {} of {} tfrecord file{} ({}), interleave {} x {}, shuffle buffer {} records, {} decode "

@@ -25,6 +25,8 @@ namespace dtrain {
 // model of several inputs or of int32 ids; max_buffer_mb too small for the
 // prefetched batches (the shuffle buffer's overflow is reported by next()).
 // Files: kData errors as the in-memory loader's, when first read.
+// spec.cache "memory" keeps each file's records once read whole, and later
+// epochs read them from memory (the same records in the same order).
 Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, const InputOptions& options);
 
 }  // namespace dtrain

@@ -369,6 +369,7 @@ data:
     num_parallel_calls: 1
     stream: false
     max_buffer_mb: null
+    cache: none
 precision:
   compute: float32
   matmul: highest

@@ -311,3 +311,64 @@ TEST_CASE("stream: a corrupt record gives the in-memory loader's error, when it 
 
 }  // namespace
 }  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+TEST_CASE("stream: cache memory gives the same batches, and later epochs no longer need the files") {
+  Shards shards;
+  DataSourceSpec spec = stream_spec(shards);
+  spec.shuffle = 6;
+  spec.interleave = InterleaveSpec{2, 3};
+  auto plain = input(spec, 6);
+  spec.cache = "memory";
+  auto cached = input(spec, 6);
+  CHECK(cached->describe().find("; cache memory: later epochs read the records from memory") != std::string::npos);
+  const Run want = take(*plain, 12);  // three epochs of 24 records
+  Run got = take(*cached, 4);         // the first epoch reads (and caches) every file
+  for (int f = 0; f < 4; ++f) fs::remove(shards.file(f));
+  const Run rest = take(*cached, 8);
+  got.ids.insert(got.ids.end(), rest.ids.begin(), rest.ids.end());
+  got.features.insert(got.features.end(), rest.features.begin(), rest.features.end());
+  got.states.insert(got.states.end(), rest.states.begin(), rest.states.end());
+  CHECK(got.ids == want.ids);
+  CHECK(got.features == want.features);
+  CHECK(got.states == want.states);  // the same positions (offsets of the cached records)
+  CHECK_FALSE(make_input(stream_spec(shards), InputOptions{"", 6, 5, "data.train"}).ok());  // the files are gone
+
+  SUBCASE("the cache counts against max_buffer_mb") {
+    DataSourceSpec small = stream_spec(shards);
+    small.cache = "memory";
+    small.where = "job.yaml:9:10";
+    small.max_buffer_mb = 1;
+    const fs::path big = shards.dir / "big.tfrecord";
+    std::string framed;
+    std::vector<float> image(64 << 10, 3.0f);
+    const float label = 1;
+    for (int r = 0; r < 6; ++r) append_tfrecord(framed, encode_example(image.data(), image.size(), true, &label, 1, true));
+    REQUIRE(write_tfrecord_file(big.string(), framed, false).ok());
+    small.files = {big.string()};
+    small.features[0].shape = {256, 256, 1};
+    small.prefetch = 0;
+    auto in = input(small, 1);
+    Result<std::optional<Batch>> b = std::optional<Batch>();
+    for (int i = 0; i < 6 && b.ok(); ++i) b = in->next();
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.error().message ==
+          "job.yaml:9:10: data.train: max_buffer_mb 1 exceeded: the shuffle buffer and the cache may hold 0.2 MiB of "
+          "records besides 0.8 MiB of decoded batches and open files; lower shuffle, use cache: none or raise "
+          "max_buffer_mb (cache: memory reached 0.3 MiB: 0 records in the shuffle buffer, 0.2 MiB of cached records)");
+  }
+}
+
+TEST_CASE("stream: cache memory needs stream true") {
+  Shards shards;
+  DataSourceSpec spec = stream_spec(shards);
+  spec.stream = false;
+  spec.cache = "memory";
+  CHECK(input_error(spec, 4).message == "data.train: cache: memory applies to stream: true (without it the whole data "
+                                        "set is held in memory already)");
+}
+
+}  // namespace
+}  // namespace dtrain

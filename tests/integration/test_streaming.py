@@ -1,5 +1,6 @@
 """data.train.stream: true with the real binary: training on streamed TFRecord
-shards of JPEGs equals training on the same shards loaded whole; a run killed
+shards of JPEGs (read every epoch, or cached in memory after the first) equals
+training on the same shards loaded whole; a run killed
 with SIGKILL mid-epoch resumes from the checkpoint's input state to the
 uninterrupted run's variables and input state, bit for bit; 1 GiB of shards
 trains under a 512 MiB address-space limit for the whole dtrain process."""
@@ -61,10 +62,12 @@ def test_streamed_shards_train_as_the_same_shards_loaded_whole(tmp_path):
     env = {"OMP_NUM_THREADS": "1"}
     streamed, _ = job(tmp_path, "stream", shards, 16, 10, 30, 30, "stream: true, num_parallel_calls: 2")
     whole, _ = job(tmp_path, "whole", shards, 16, 10, 30, 30, "stream: false")
-    for path in (streamed, whole):
+    cached, _ = job(tmp_path, "cached", shards, 16, 10, 30, 30, "stream: true, cache: memory")
+    for path in (streamed, whole, cached):
         out = run_dtrain("train", path, "--no-eval", "--log-format", "plain", env=env)
         assert out.returncode == 0, out.stderr[-3000:]
     assert_same(tmp_path / "stream" / "model.ckpt-30.safetensors", tmp_path / "whole" / "model.ckpt-30.safetensors")
+    assert_same(tmp_path / "cached" / "model.ckpt-30.safetensors", tmp_path / "whole" / "model.ckpt-30.safetensors")
     state = json.loads(metadata(tmp_path / "stream" / "model.ckpt-30.safetensors")["input_state"])
     assert state["epoch"] == 1 and state["draws"] == 100  # 300 records: one epoch of 200 and half the next
     assert "input_state" not in metadata(tmp_path / "whole" / "model.ckpt-30.safetensors")
