@@ -74,6 +74,9 @@ void add_stages_json(const DataSourceSpec& d, Json& j) {
   }
   j["map"] = ops;
   j["num_parallel_calls"] = d.num_parallel_calls == 0 ? Json("auto") : Json(d.num_parallel_calls);
+  j["stream"] = d.stream;
+  j["max_buffer_mb"] = optional_json(d.max_buffer_mb);
+  j["cache"] = d.cache;
 }
 
 Json source_json(const DataSourceSpec& d) {

@@ -253,6 +253,9 @@ void read_stages(const Section& s, DataSourceSpec& d) {
   }
   d.map = read_map_ops(s.get("map"));
   if (const Node* n = s.get("num_parallel_calls")) d.num_parallel_calls = n->text == "auto" ? 0 : as_int(*n);
+  s.read("stream", d.stream);
+  s.read("max_buffer_mb", d.max_buffer_mb);
+  s.read("cache", d.cache);
 }
 
 DataSourceSpec read_source(const Node& node, bool repeat_default, const std::string& base_dir) {

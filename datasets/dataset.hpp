@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,14 @@
 #include "engine/tensor.hpp"
 
 namespace dtrain {
+
+// A streaming input's exact position after one of its batches (see
+// Input::state()); immutable once made, so batches may share it.
+class InputState {
+ public:
+  virtual ~InputState() = default;
+  virtual std::string text() const = 0;  // what checkpoints keep
+};
 
 struct Batch {
   Tensor features;            // (B, feature shape...): the model's (first) input
@@ -23,6 +32,8 @@ struct Batch {
   // The model's other inputs (model.inputs after the first), each (B, its
   // shape...), by the same rows as features; empty for a model of one input.
   std::vector<Tensor> extra_features{};
+  // Streaming inputs: the input's position after this batch; null otherwise.
+  std::shared_ptr<const InputState> state{};
   int64_t size() const { return features.empty() ? 0 : features.dim(0); }
 };
 
@@ -36,6 +47,17 @@ class Input {
   // is the one an uninterrupted run would have delivered as batch n.
   virtual int64_t position() const = 0;
   virtual Status restore(int64_t batches_delivered) = 0;
+  // Streaming inputs (data.*.stream), whose position is more than a count:
+  // the exact position after the batches delivered so far, as text for a
+  // checkpoint; "" for inputs that position() alone restores.
+  virtual std::string state() const { return ""; }
+  // Continues after `batches_delivered` batches from `state` (state() of an
+  // input of the same spec) without reading what came before. Inputs
+  // without a state ignore `state` and restore(batches_delivered).
+  virtual Status restore_state(int64_t batches_delivered, const std::string& state) {
+    (void)state;
+    return restore(batches_delivered);
+  }
   // Shape of one example's features / labels (without batch).
   virtual Shape feature_shape() const = 0;
   virtual Shape label_shape() const = 0;

@@ -197,6 +197,8 @@ Status Estimator::restore_from(const CheckpointData& ckpt) {
   }
   auto it = ckpt.metadata.find("input_position");
   restored_input_position_ = it == ckpt.metadata.end() ? 0 : std::stoll(it->second);
+  auto state = ckpt.metadata.find("input_state");
+  restored_input_state_ = state == ckpt.metadata.end() ? "" : state->second;
   // Float sums split over threads change with the thread count, so a
   // deterministic run continues with the count that wrote the checkpoint.
   auto threads = ckpt.metadata.find("compute_threads");
@@ -231,7 +233,7 @@ Result<std::string> Estimator::restore_for_inference(const std::optional<std::st
   return path;
 }
 
-Status Estimator::save(int64_t input_position) {
+Status Estimator::save(int64_t input_position, const std::string& input_state) {
   CheckpointData data;
   data.global_step = global_step_;
   data.metadata = {
@@ -245,6 +247,7 @@ Status Estimator::save(int64_t input_position) {
       {"compute_threads", std::to_string(omp_get_max_threads())},
       {"precision_compute", job_.precision.compute},
   };
+  if (!input_state.empty()) data.metadata["input_state"] = input_state;
   if (program_.mixed()) {
     // The loss scale (1 for bfloat16, dynamic for float16) resumes where it was.
     data.metadata["loss_scale"] = fmt::format("{}", program_.loss_scale.scale());

@@ -118,7 +118,8 @@ class Estimator {
   int64_t last_export_step_ = -1;
   // Restores `checkpoint` (default: the latest in model_dir); returns its path.
   Result<std::string> restore_for_inference(const std::optional<std::string>& checkpoint);
-  Status save(int64_t input_position);
+  // input_state: Input::state() ("" for inputs that the position restores).
+  Status save(int64_t input_position, const std::string& input_state = "");
   // run.warm_start (a run with no checkpoint of its own): restores the
   // warm-started state through the strategy and logs what was copied and
   // every variable left to its initializer.
@@ -152,6 +153,7 @@ class Estimator {
   void log_threads();         // prints threads_line_ once
   int64_t global_step_ = 0;
   int64_t restored_input_position_ = 0;
+  std::string restored_input_state_;  // a streaming input's exact position; "" otherwise
   std::string last_checkpoint_;
   bool warm_started_ = false;  // train() started from run.warm_start
   bool stopped_by_requeue_signal_ = false;  // train() stopped because a task of the cluster received SIGUSR1

@@ -142,7 +142,9 @@ Status Estimator::train(bool evaluate_during) {
   if (Status s = program_.loss->check_shapes(program_.model->output_shape(), (*input)->label_shape()); !s) {
     return config_error(fmt::format("{}: model.loss: {}", job_.source_path, s.error().message));
   }
-  if (Status s = (*input)->restore(restored_input_position_); !s) return s;
+  // A streaming input continues from its saved state; without one (a worker
+  // other than the chief, an older checkpoint) it replays the batches' records.
+  if (Status s = (*input)->restore_state(restored_input_position_, chief ? restored_input_state_ : ""); !s) return s;
 
   log_threads();
   const int replicas = strategy_->num_replicas();
@@ -346,7 +348,7 @@ Status Estimator::train(bool evaluate_during) {
     if (save_now && chief) {
       {
         const ProfileScope checkpoint(prof, "checkpoint");
-        if (Status s = save((*input)->position()); !s) return s;
+        if (Status s = save((*input)->position(), (*input)->state()); !s) return s;
       }
       saved_step = global_step_;
       last_save = Clock::now();
@@ -395,7 +397,7 @@ Status Estimator::train(bool evaluate_during) {
     if (Status s = close_profile(global_step_); !s) return s;
   }
   if (chief && saved_step != global_step_ && global_step_ > 0) {
-    if (Status s = save((*input)->position()); !s) return s;
+    if (Status s = save((*input)->position(), (*input)->state()); !s) return s;
     if (can_eval) {
       auto r = run_evaluation(last_checkpoint_);
       if (!r) return r.error();

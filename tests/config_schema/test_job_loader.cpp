@@ -367,6 +367,9 @@ data:
     interleave: null
     map: []
     num_parallel_calls: 1
+    stream: false
+    max_buffer_mb: null
+    cache: none
 precision:
   compute: float32
   matmul: highest
