@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "config_schema/did_you_mean.hpp"
+
 namespace dtrain {
 namespace {
 
@@ -122,6 +124,30 @@ void check_model_inputs(const Node& root, std::vector<Issue>& out) {
   }
 }
 
+// eval.early_stopping watches a metric the job computes, on data.eval.
+void check_early_stopping(const Node& root, std::vector<Issue>& out) {
+  const Node* es = at(root, {"eval", "early_stopping"});
+  if (!given(es) || !es->is_mapping()) return;
+  if (!given(at(root, {"data", "eval"}))) {
+    out.push_back({es->loc, "eval.early_stopping",
+                   "needs evaluations, but the job has no data.eval; add data.eval or remove early_stopping"});
+    return;
+  }
+  const Node* metric = es->find("metric");
+  if (!given(metric) || value_type(*metric) != ValueType::kString) return;
+  std::vector<std::string> known = {"loss"};
+  if (const Node* metrics = at(root, {"model", "metrics"}); given(metrics) && metrics->is_sequence()) {
+    for (const Node& m : metrics->items) known.push_back(m.text);
+  }
+  for (const std::string& k : known)
+    if (k == metric->text) return;
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  out.push_back({metric->loc, "eval.early_stopping.metric",
+                 "\"" + metric->text + "\" is not a metric the job computes; expected one of " + list +
+                     " (loss or one of model.metrics)" + did_you_mean(metric->text, known)});
+}
+
 }  // namespace
 
 std::vector<Issue> semantic_checks(const Node& root) {
@@ -135,6 +161,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   check_layer_names(root, out);
   check_model_inputs(root, out);
   check_devices(root, out);
+  check_early_stopping(root, out);
   return out;
 }
 

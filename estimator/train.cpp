@@ -14,6 +14,7 @@
 #include "engine/io/file_util.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
+#include "estimator/early_stopping.hpp"
 #include "estimator/estimator.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
@@ -82,12 +83,24 @@ Status Estimator::train(bool evaluate_during) {
     log_.info(fmt::format("resuming from {} at step {}", *latest, global_step_));
   }
 
+  // eval.early_stopping: the chief continues the history of model_dir/eval.
+  const fs::path eval_dir = fs::path(run.model_dir) / "eval";
+  std::optional<EarlyStopping> early;
+  if (job_.eval.early_stopping && evaluate_during && job_.data.eval) {
+    early.emplace(*job_.eval.early_stopping);
+    if (chief) {
+      if (Status s = early->replay(eval_dir.string(), global_step_); !s) return s;
+    }
+  }
+  bool stopped_before = early && early->stopped();
+
   if (options_.cluster) {
-    std::vector<int64_t> start_state = {global_step_, restored_input_position_};
+    std::vector<int64_t> start_state = {global_step_, restored_input_position_, stopped_before ? 1 : 0};
     if (Status s = strategy_->sync_start(start_state); !s) return s;
     if (!chief && start_state[0] > 0) log_.info(fmt::format("starting at the chief's step {}", start_state[0]));
     global_step_ = start_state[0];
     restored_input_position_ = start_state[1];
+    stopped_before = start_state[2] != 0;
   }
 
   const DataSourceSpec& train_spec = *job_.data.train;
@@ -137,6 +150,18 @@ Status Estimator::train(bool evaluate_during) {
                           global_step_, run.max_steps));
     return Status::Ok();
   }
+  if (stopped_before) {
+    log_.info(chief ? fmt::format("early stopping: training stopped at step {} after the evaluation of step {}: {}; "
+                                  "nothing to train (raise eval.early_stopping.patience_evals or min_delta, or remove "
+                                  "it, to train on)",
+                                  global_step_, early->stop_step(), early->reason())
+                    : fmt::format("early stopping: the chief's model_dir stopped early at step {}; nothing to train",
+                                  global_step_));
+    if (options_.cluster && chief) {
+      if (Status s = options_.cluster->client().set("train/final_step", std::to_string(global_step_)); !s) return s;
+    }
+    return Status::Ok();
+  }
 
   if (chief && run.save_summary_steps > 0) {
     auto w = SummaryWriter::open(run.model_dir);
@@ -178,6 +203,12 @@ Status Estimator::train(bool evaluate_during) {
   int64_t total_steps = 0;
   StepOutput summary_acc;
   double window_loss = 0;
+  // In a cluster the evaluator decides early stops: the chief looks for its
+  // decision (a coordination key) at most twice a second.
+  const bool poll_early_stop = in_cluster && chief && job_.eval.early_stopping && evaluate_during &&
+                               job_.data.eval && options_.cluster->resolved().cluster.count("evaluator") > 0;
+  auto last_poll = Clock::now();
+  std::string early_stop_reason;  // set when training stops early
 
   while (global_step_ < run.max_steps) {
     const auto wait_start = Clock::now();
@@ -256,16 +287,29 @@ Status Estimator::train(bool evaluate_during) {
     }
 
     const int local_sig = g_stop_signal.load();
+    bool local_early = false;  // the chief saw the evaluator's early-stopping decision
+    if (poll_early_stop && seconds_since(last_poll) >= 0.5) {
+      last_poll = Clock::now();
+      if (auto d = options_.cluster->client().get("train/early_stop", std::chrono::milliseconds(1))) {
+        local_early = true;
+        early_stop_reason = *d;
+      }
+    }
     // A stop signal to any worker stops every worker after this step (and
-    // the chief saves it).
-    const int stop_sig = multi_worker ? (strategy_->any_worker(local_sig != 0) ? (local_sig ? local_sig : -1) : 0)
-                                      : local_sig;
+    // the chief saves it); so does the evaluator's early stop.
+    int stop_sig = 0;
+    bool early_stop = false;
+    if (multi_worker ? strategy_->any_worker(local_sig != 0 || local_early) : (local_sig != 0 || local_early)) {
+      early_stop = multi_worker ? strategy_->any_worker(local_early) : local_early;
+      const bool any_sig = multi_worker ? strategy_->any_worker(local_sig != 0) : local_sig != 0;
+      if (any_sig) stop_sig = local_sig ? local_sig : -1;
+    }
     if (stop_sig != 0) {
       // Every task stops at this step: agree whether any was sent SIGUSR1.
       const bool usr1 = g_stop_signal.load() == SIGUSR1;
       stopped_by_requeue_signal_ = multi_worker ? strategy_->any_worker(usr1) : usr1;
     }
-    bool save_now = last || stop_sig != 0;
+    bool save_now = last || stop_sig != 0 || early_stop;
     if (run.save_checkpoints_steps && *run.save_checkpoints_steps > 0) {
       save_now = save_now || crossed(*run.save_checkpoints_steps);
     }
@@ -280,7 +324,21 @@ Status Estimator::train(bool evaluate_during) {
         auto r = run_evaluation(last_checkpoint_);
         if (!r) return r.error();
         last_eval = Clock::now();
+        if (early && early->add(r->global_step, metric_value(*r, early_metric()))) {
+          if (Status s = record_early_stop(*early); !s) return s;
+          early_stop = true;
+          early_stop_reason = early->reason();
+        }
       }
+    }
+    if (early_stop && stop_sig == 0) {
+      log_.end_progress();
+      log_.info(chief ? fmt::format("early stopping at step {}: {}; checkpoint {} saved", global_step_,
+                                    early_stop_reason, last_checkpoint_)
+                      : fmt::format("early stopping at step {} (the evaluator's decision); the chief saved the "
+                                    "checkpoint",
+                                    global_step_));
+      break;
     }
     if (stop_sig != 0) {
       log_.end_progress();
