@@ -174,8 +174,13 @@ Status Estimator::train(bool evaluate_during) {
   const bool can_eval = evaluate_during && job_.data.eval.has_value() && !in_cluster;
   if (in_cluster && chief && evaluate_during && job_.data.eval &&
       options_.cluster->resolved().cluster.count("evaluator") == 0) {
-    log_.info("the cluster has no evaluator task: checkpoints are not evaluated during training "
-              "(add an evaluator task, or run dtrain evaluate)");
+    if (job_.eval.early_stopping) {
+      log_.warning("the cluster has no evaluator task: checkpoints are not evaluated during training and "
+                   "eval.early_stopping cannot stop it (add an evaluator task)");
+    } else {
+      log_.info("the cluster has no evaluator task: checkpoints are not evaluated during training "
+                "(add an evaluator task, or run dtrain evaluate)");
+    }
   }
 
   g_stop_signal.store(0);

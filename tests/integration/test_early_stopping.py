@@ -170,3 +170,13 @@ def test_keep_checkpoint_every_n_hours_keeps_spaced_checkpoints_across_restarts(
     assert index2["latest"] == "model.ckpt-350.safetensors"
     spaced2 = [t for name, t in zip(index2["all"], index2["times"]) if name in index2["preserved"]]
     assert all(b - a >= hours * 3600 for a, b in zip(spaced2, spaced2[1:]))
+
+
+def test_a_cluster_without_evaluator_warns_that_early_stopping_cannot_stop_it(tmp_path):
+    job, model_dir = write_job(tmp_path, strategy="{type: collective, communication: ring}", max_steps=40)
+    out = run_dtrain("launch", "--workers", 2, job, "--log-format", "plain", env=clean_env(), timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert ("the cluster has no evaluator task: checkpoints are not evaluated during training and "
+            "eval.early_stopping cannot stop it (add an evaluator task)") in out.stderr
+    assert "early stopping at step" not in out.stderr
+    assert checkpoint_steps(model_dir)[-1] == 40
