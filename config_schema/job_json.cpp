@@ -189,7 +189,8 @@ Json job_json(const JobSpec& job) {
                {"log_step_count_steps", r.log_step_count_steps}, {"seed", r.seed},
                {"deterministic", r.deterministic},
                {"slurm_requeue", r.slurm_requeue ? Json(*r.slurm_requeue) : Json("auto")},
-               {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)}}},
+               {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)},
+               {"accumulation_steps", r.accumulation_steps}}},
       {"eval", {{"steps", optional_json(job.eval.steps)}, {"throttle_secs", job.eval.throttle_secs},
                 {"start_delay_secs", job.eval.start_delay_secs},
                 {"early_stopping", early_stopping_json(job.eval.early_stopping)}}}};

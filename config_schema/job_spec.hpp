@@ -239,6 +239,9 @@ struct RunSpec {
   bool deterministic = false;
   std::optional<bool> slurm_requeue;  // run.slurm_requeue; nullopt = "auto"
   int64_t threads = 0;  // compute threads; 0 = auto (OMP_NUM_THREADS, else the thread budget)
+  // Gradient accumulation: each replica's shard of a batch runs as this many
+  // micro-batches whose gradients are summed before the one update.
+  int64_t accumulation_steps = 1;
 };
 
 // eval.early_stopping: stop once `metric` has not improved by more than

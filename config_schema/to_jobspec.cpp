@@ -398,6 +398,7 @@ void read_run(const Section& s, RunSpec& r) {
     r.slurm_requeue = as_bool(*n);  // else "auto"
   }
   if (const Node* n = s.get("threads")) r.threads = n->text == "auto" ? 0 : as_int(*n);
+  s.read("accumulation_steps", r.accumulation_steps);
 }
 
 }  // namespace

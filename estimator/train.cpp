@@ -14,6 +14,7 @@
 #include "engine/io/file_util.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
+#include "estimator/accumulation.hpp"
 #include "estimator/early_stopping.hpp"
 #include "estimator/estimator.hpp"
 #include "strategies/cluster_runtime.hpp"
@@ -106,6 +107,7 @@ Status Estimator::train(bool evaluate_during) {
   const DataSourceSpec& train_spec = *job_.data.train;
   auto batch = global_batch(train_spec, "train");
   if (!batch) return batch.error();
+  if (Status s = check_accumulation(job_, *batch, strategy_->num_replicas()); !s) return s;
   InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
   set_model_inputs(input_options, *program_.model);
   input_options.num_workers = strategy_->num_workers();
@@ -145,6 +147,7 @@ Status Estimator::train(bool evaluate_during) {
   }
   if (const std::string d = (*input)->describe(); !d.empty()) log_.info(d);
   if (const std::string d = strategy_->describe(); !d.empty()) log_.info(d);
+  for (const std::string& line : describe_accumulation(job_, *batch, replicas)) log_.info(line);
   if (global_step_ >= run.max_steps) {
     log_.info(fmt::format("model_dir {} is already at step {} (max_steps {}); nothing to train", run.model_dir,
                           global_step_, run.max_steps));

@@ -82,6 +82,7 @@ run:
   seed: 1234
   deterministic: true
   slurm_requeue: false
+  accumulation_steps: 4
 eval: {steps: 3, throttle_secs: 1.5, start_delay_secs: 2, early_stopping: {mode: max, patience_evals: 4}}
 )";
 
@@ -227,6 +228,7 @@ TEST_CASE("job_loader: every field can be set from YAML") {
   CHECK(job.eval.steps == std::optional<int64_t>(3));
   CHECK(job.eval.start_delay_secs == 2);
   CHECK(job.run.keep_checkpoint_every_n_hours == std::optional<double>(0.25));
+  CHECK(job.run.accumulation_steps == 4);
   REQUIRE(job.eval.early_stopping.has_value());
   CHECK(job.eval.early_stopping->metric == "loss");  // defaults fill what is not given
   CHECK(job.eval.early_stopping->mode == "max");
@@ -390,6 +392,7 @@ run:
   deterministic: false
   slurm_requeue: auto
   threads: auto
+  accumulation_steps: 1
 eval:
   steps: null
   throttle_secs: 60.0
