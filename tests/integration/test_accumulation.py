@@ -1,7 +1,7 @@
 """run.accumulation_steps with the real binary: 4 micro-batches per update end
 where one step on the whole batch ends (the samples, with their shuffle and
-dropout) under one_device, mirrored on 2 cpu devices and collective with 2
-worker processes; a batch that does not split is refused with the pinned error."""
+dropout) under one_device, mirrored on 2 cpu devices, collective with 2
+worker processes and sync parameter_server (2 workers, 2 ps); a batch that does not split is refused with the pinned error."""
 import pytest
 
 from conftest import SOURCE_ROOT, run_dtrain
@@ -65,3 +65,13 @@ def test_a_batch_that_does_not_split_into_the_micro_batches_is_refused(tmp_path)
         "run.accumulation_steps 8 micro-batches on each of 2 replica(s) (the batch must be divisible by 8 x 2 = 16); "
         "try 96 or 112\n")
     assert not list(model_dir.glob("model.ckpt-*"))
+
+
+def test_sync_parameter_server_accumulation_equals_one_device_on_the_global_batch(tmp_path):
+    per_worker = 64
+    ref, _ = train(tmp_path, "one", "mnist_mlp", per_worker * 2, "strategy.type=one_device")
+    acc, log = train(tmp_path, "ps", "mnist_mlp", per_worker, "strategy.type=parameter_server", "strategy.mode=sync",
+                     k=K, command=("launch", "--workers", "2", "--ps", "2"))
+    assert "runs as 4 micro-batches of 16 rows on each of 1 replica(s)" in log
+    diff = worst_relative_difference(acc, ref)
+    assert diff < 1e-5, diff
