@@ -1,7 +1,8 @@
 """run.accumulation_steps with the real binary: 4 micro-batches per update end
 where one step on the whole batch ends (the samples, with their shuffle and
 dropout) under one_device, mirrored on 2 cpu devices, collective with 2
-worker processes and sync parameter_server (2 workers, 2 ps); a batch that does not split is refused with the pinned error."""
+worker processes and sync parameter_server (2 workers, 2 ps); a batch that
+does not split is refused with the pinned error."""
 import pytest
 
 from conftest import SOURCE_ROOT, run_dtrain
