@@ -24,8 +24,8 @@ JobSpec accumulating(JobSpec job, int64_t k) {
 
 // Trains `layers` with K = k under each (type, devices) and compares with
 // one_device at K = 1 on the same batches of `batch` rows.
-void check_accumulation(const char* layers, int64_t batch, int64_t k, const std::vector<std::pair<std::string, int>>& runs,
-                        const std::string& device_kind = "cpu") {
+void check_accumulation(const char* layers, int64_t batch, int64_t k,
+                        const std::vector<std::pair<std::string, int>>& runs, const std::string& device_kind = "cpu") {
   const JobSpec ref_job = equivalence_job(layers, kSgdMomentum, "one_device", 1, "mean");
   std::vector<Batch> batches = take_batches(ref_job, batch, kSteps + 1);
   const Batch probe = batches.back();
