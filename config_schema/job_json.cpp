@@ -24,6 +24,12 @@ Json optional_json(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
+Json early_stopping_json(const std::optional<EarlyStoppingSpec>& e) {
+  if (!e) return Json(nullptr);
+  return Json{{"metric", e->metric}, {"mode", e->mode}, {"patience_evals", e->patience_evals},
+              {"min_delta", e->min_delta}};
+}
+
 Json initializer_json(const InitializerSpec& init) {
   if (init.type == "random_uniform") {
     return Json{{"type", init.type}, {"minval", shortest(init.minval)}, {"maxval", shortest(init.maxval)}};
@@ -161,11 +167,14 @@ Json job_json(const JobSpec& job) {
   Json run = {{"model_dir", r.model_dir}, {"max_steps", r.max_steps},
               {"save_checkpoints_steps", optional_json(r.save_checkpoints_steps)},
               {"save_checkpoints_secs", optional_json(r.save_checkpoints_secs)},
-              {"keep_checkpoint_max", r.keep_checkpoint_max}, {"save_summary_steps", r.save_summary_steps},
+              {"keep_checkpoint_max", r.keep_checkpoint_max},
+              {"keep_checkpoint_every_n_hours", optional_json(r.keep_checkpoint_every_n_hours)},
+              {"save_summary_steps", r.save_summary_steps},
               {"log_step_count_steps", r.log_step_count_steps}, {"seed", r.seed},
               {"deterministic", r.deterministic},
               {"slurm_requeue", r.slurm_requeue ? Json(*r.slurm_requeue) : Json("auto")},
-              {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)}};
+              {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)},
+              {"accumulation_steps", r.accumulation_steps}};
   if (r.warm_start) {
     Json rename = Json::object();
     for (const auto& [to, from] : r.warm_start->rename) rename[to] = from;
@@ -194,7 +203,8 @@ Json job_json(const JobSpec& job) {
       {"precision", {{"compute", job.precision.compute}, {"matmul", job.precision.matmul}}},
       {"run", run},
       {"eval", {{"steps", optional_json(job.eval.steps)}, {"throttle_secs", job.eval.throttle_secs},
-                {"start_delay_secs", job.eval.start_delay_secs}}}};
+                {"start_delay_secs", job.eval.start_delay_secs},
+                {"early_stopping", early_stopping_json(job.eval.early_stopping)}}}};
   if (const auto& e = job.export_spec) {
     j["export"] = {{"format", e->format}, {"every", e->every}, {"keep", e->keep}, {"best_by", optional_json(e->best_by)}};
   }

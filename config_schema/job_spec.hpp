@@ -253,6 +253,7 @@ struct RunSpec {
   std::optional<int64_t> save_checkpoints_steps;  // default 500 when neither is given
   std::optional<double> save_checkpoints_secs;
   int64_t keep_checkpoint_max = 5;
+  std::optional<double> keep_checkpoint_every_n_hours;  // null: only the newest keep_checkpoint_max
   int64_t save_summary_steps = 100;
   int64_t log_step_count_steps = 100;
   uint64_t seed = 42;
@@ -261,10 +262,23 @@ struct RunSpec {
   int64_t threads = 0;  // compute threads; 0 = auto (OMP_NUM_THREADS, else the thread budget)
   std::optional<WarmStartSpec> warm_start;
   std::optional<ProfileSpec> profile;
+  // Gradient accumulation: each replica's shard of a batch runs as this many
+  // micro-batches whose gradients are summed before the one update.
+  int64_t accumulation_steps = 1;
+};
+
+// eval.early_stopping: stop once `metric` has not improved by more than
+// min_delta for patience_evals evaluations in a row.
+struct EarlyStoppingSpec {
+  std::string metric = "loss";  // loss or one of model.metrics
+  std::string mode = "min";     // min | max
+  int64_t patience_evals = 3;
+  double min_delta = 0;
 };
 
 struct EvalSpec {
   std::optional<int64_t> steps;  // null = the whole eval input
+  std::optional<EarlyStoppingSpec> early_stopping;
   double throttle_secs = 60;
   double start_delay_secs = 0;
 };

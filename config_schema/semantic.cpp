@@ -7,6 +7,8 @@
 
 #include "config_schema/did_you_mean.hpp"
 
+#include "config_schema/did_you_mean.hpp"
+
 namespace dtrain {
 namespace {
 
@@ -166,6 +168,30 @@ void check_warm_start(const Node& root, std::vector<Issue>& out) {
   }
 }
 
+// eval.early_stopping watches a metric the job computes, on data.eval.
+void check_early_stopping(const Node& root, std::vector<Issue>& out) {
+  const Node* es = at(root, {"eval", "early_stopping"});
+  if (!given(es) || !es->is_mapping()) return;
+  if (!given(at(root, {"data", "eval"}))) {
+    out.push_back({es->loc, "eval.early_stopping",
+                   "needs evaluations, but the job has no data.eval; add data.eval or remove early_stopping"});
+    return;
+  }
+  const Node* metric = es->find("metric");
+  if (!given(metric) || value_type(*metric) != ValueType::kString) return;
+  std::vector<std::string> known = {"loss"};
+  if (const Node* metrics = at(root, {"model", "metrics"}); given(metrics) && metrics->is_sequence()) {
+    for (const Node& m : metrics->items) known.push_back(m.text);
+  }
+  for (const std::string& k : known)
+    if (k == metric->text) return;
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  out.push_back({metric->loc, "eval.early_stopping.metric",
+                 "\"" + metric->text + "\" is not a metric the job computes; expected one of " + list +
+                     " (loss or one of model.metrics)" + did_you_mean(metric->text, known)});
+}
+
 }  // namespace
 
 std::optional<std::string> regex_problem(const std::string& pattern) {
@@ -203,6 +229,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   check_devices(root, out);
   check_export(root, out);
   check_warm_start(root, out);
+  check_early_stopping(root, out);
   return out;
 }
 

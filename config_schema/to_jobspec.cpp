@@ -393,6 +393,7 @@ void read_run(const Section& s, RunSpec& r) {
   s.read("save_checkpoints_secs", r.save_checkpoints_secs);
   if (!r.save_checkpoints_steps && !r.save_checkpoints_secs) r.save_checkpoints_steps = 500;
   s.read("keep_checkpoint_max", r.keep_checkpoint_max);
+  s.read("keep_checkpoint_every_n_hours", r.keep_checkpoint_every_n_hours);
   s.read("save_summary_steps", r.save_summary_steps);
   s.read("log_step_count_steps", r.log_step_count_steps);
   s.read("seed", r.seed);
@@ -428,6 +429,7 @@ void read_run(const Section& s, RunSpec& r) {
     ps.read("steps", p.steps);
     r.profile = p;
   }
+  s.read("accumulation_steps", r.accumulation_steps);
 }
 
 }  // namespace
@@ -454,6 +456,15 @@ JobSpec to_jobspec(const Node& root, const std::string& source_path, const std::
   ev.read("steps", job.eval.steps);
   ev.read("throttle_secs", job.eval.throttle_secs);
   ev.read("start_delay_secs", job.eval.start_delay_secs);
+  if (ev.get("early_stopping") != nullptr) {
+    const Section es = ev.sub("early_stopping");
+    EarlyStoppingSpec e;
+    es.read("metric", e.metric);
+    es.read("mode", e.mode);
+    es.read("patience_evals", e.patience_evals);
+    es.read("min_delta", e.min_delta);
+    job.eval.early_stopping = e;
+  }
   if (const Node* n = top.get("export")) {
     const Section ex(n);
     ExportSpec e;

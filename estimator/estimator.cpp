@@ -254,7 +254,8 @@ Status Estimator::save(int64_t input_position, const std::string& input_state) {
     data.metadata["loss_scale_good_steps"] = std::to_string(program_.loss_scale.good_steps());
   }
   data.tensors = strategy_->logical_state();
-  auto path = save_checkpoint(job_.run.model_dir, data, job_.run.keep_checkpoint_max);
+  auto path = save_checkpoint(job_.run.model_dir, data,
+                              KeepPolicy{job_.run.keep_checkpoint_max, job_.run.keep_checkpoint_every_n_hours, {}});
   if (!path) return path.error();
   last_checkpoint_ = *path;
   return Status::Ok();

@@ -23,6 +23,8 @@
 
 namespace dtrain {
 
+class EarlyStopping;
+
 struct EstimatorOptions {
   LogFormat log_format = LogFormat::kAuto;
   std::FILE* log = stderr;
@@ -80,6 +82,12 @@ class Estimator {
   // evaluate_during (train_and_evaluate) and data.eval present, evaluates after
   // checkpoint saves as eval.throttle_secs allows, and always after the last step.
   // run.profile: traces its window of steps (estimator/profile_report.hpp).
+  // With eval.early_stopping too (estimator/early_stopping.hpp), returns Ok
+  // once the metric stopped improving: locally after the evaluation that
+  // decides (its checkpoint saved); in a cluster, every training task at the
+  // same step once the chief sees the evaluator's decision (coordination key
+  // train/early_stop), the chief saving that step. A model_dir whose
+  // eval/metrics-<step>.json history already says stop trains nothing.
   Status train(bool evaluate_during);
   // Evaluates a checkpoint (default: the latest) on data.eval; writes eval
   // summaries and model_dir/eval/metrics-<step>.json (+ metrics.json).
@@ -88,6 +96,9 @@ class Estimator {
   // checkpoint once, in step order (one deleted by keep_checkpoint_max before
   // its turn is reported as skipped), and returns after the checkpoint of
   // run.max_steps. Checkpoints with eval/metrics-<step>.json are done already.
+  // With eval.early_stopping it decides, from those files and each new
+  // evaluation, and sets the coordination key train/early_stop (the reason)
+  // for the chief; it then goes on until the final checkpoint.
   Status evaluate_continuously();
   // Writes predictions for the examples of input_path (.npy, IDX, or CSV of
   // features) to output_path (.npy or .csv).
@@ -126,6 +137,13 @@ class Estimator {
   Status warm_start();
   Result<EvalResult> run_evaluation(const std::string& checkpoint_name);
   Status write_eval_outputs(const EvalResult& r);
+  // eval.early_stopping's metric (REQUIRES: the job has early_stopping), and
+  // its value in `r` (NaN when absent).
+  const std::string& early_metric() const { return job_.eval.early_stopping->metric; }
+  static double metric_value(const EvalResult& r, const std::string& metric);
+  // Training stops early: writes model_dir/eval/early_stopping.json and the
+  // eval scalar early_stopping/stopped = 1 at the stopping evaluation's step.
+  Status record_early_stop(const EarlyStopping& early);
   // A data error when a layer cannot take a value of the features (an
   // embedding's id out of range) or a sparse loss meets a label outside
   // [0, classes).

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -9,6 +11,7 @@
 
 #include "datasets/pipeline.hpp"
 #include "engine/io/file_util.hpp"
+#include "estimator/early_stopping.hpp"
 #include "estimator/estimator.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
@@ -95,6 +98,23 @@ Status Estimator::evaluate_continuously() {
   log_.info(fmt::format("evaluator: following {} and evaluating each new checkpoint until step {}", run.model_dir,
                         final_step));
   const fs::path eval_dir = fs::path(run.model_dir) / "eval";
+  // eval.early_stopping: the evaluator decides, continuing the history in
+  // eval_dir, and tells the training tasks through the coordination service.
+  std::optional<EarlyStopping> early;
+  auto tell_training = [&]() -> Status {
+    log_.info(fmt::format("evaluator: early stopping after the evaluation of step {}: {}; the training tasks stop",
+                          early->stop_step(), early->reason()));
+    if (!options_.cluster) return Status::Ok();
+    return options_.cluster->client().set(
+        "train/early_stop", fmt::format("after the evaluation of step {}, {}", early->stop_step(), early->reason()));
+  };
+  if (job_.eval.early_stopping) {
+    early.emplace(*job_.eval.early_stopping);
+    if (Status s = early->replay(eval_dir.string(), INT64_MAX); !s) return s;
+    if (early->stopped()) {
+      if (Status s = tell_training(); !s) return s;
+    }
+  }
   for (;;) {
     for (const std::string& path : list_checkpoints(run.model_dir)) {
       const int64_t step = checkpoint_step(path);
@@ -123,6 +143,10 @@ Status Estimator::evaluate_continuously() {
       auto r = run_evaluation(path);
       if (!r) return r.error();
       done = step;
+      if (early && early->add(step, metric_value(*r, early_metric()))) {
+        if (Status s = record_early_stop(*early); !s) return s;
+        if (Status s = tell_training(); !s) return s;
+      }
     }
     if (options_.cluster && final_step == run.max_steps) {
       // Training may end before max_steps (a non-repeating input ran out).
@@ -134,6 +158,20 @@ Status Estimator::evaluate_continuously() {
   }
   log_.info(fmt::format("evaluator: evaluated the final checkpoint (step {}); done", done));
   return Status::Ok();
+}
+
+double Estimator::metric_value(const EvalResult& r, const std::string& metric) {
+  for (const auto& [name, value] : r.metrics)
+    if (name == metric) return value;
+  return NAN;
+}
+
+Status Estimator::record_early_stop(const EarlyStopping& early) {
+  const fs::path dir = fs::path(job_.run.model_dir) / "eval";
+  if (Status s = early.write_record(dir.string()); !s) return s;
+  if (!eval_writer_) return Status::Ok();  // opened by the evaluation that stopped
+  if (Status s = eval_writer_->scalar("early_stopping/stopped", early.stop_step(), 1.0); !s) return s;
+  return eval_writer_->flush();
 }
 
 Status Estimator::write_eval_outputs(const EvalResult& r) {

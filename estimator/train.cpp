@@ -15,6 +15,8 @@
 #include "engine/io/file_util.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
+#include "estimator/accumulation.hpp"
+#include "estimator/early_stopping.hpp"
 #include "estimator/estimator.hpp"
 #include "estimator/profile_report.hpp"
 #include "estimator/warm_start.hpp"
@@ -110,12 +112,24 @@ Status Estimator::train(bool evaluate_during) {
     if (Status s = warm_start(); !s) return s;
   }
 
+  // eval.early_stopping: the chief continues the history of model_dir/eval.
+  const fs::path eval_dir = fs::path(run.model_dir) / "eval";
+  std::optional<EarlyStopping> early;
+  if (job_.eval.early_stopping && evaluate_during && job_.data.eval) {
+    early.emplace(*job_.eval.early_stopping);
+    if (chief) {
+      if (Status s = early->replay(eval_dir.string(), global_step_); !s) return s;
+    }
+  }
+  bool stopped_before = early && early->stopped();
+
   if (options_.cluster) {
-    std::vector<int64_t> start_state = {global_step_, restored_input_position_};
+    std::vector<int64_t> start_state = {global_step_, restored_input_position_, stopped_before ? 1 : 0};
     if (Status s = strategy_->sync_start(start_state); !s) return s;
     if (!chief && start_state[0] > 0) log_.info(fmt::format("starting at the chief's step {}", start_state[0]));
     global_step_ = start_state[0];
     restored_input_position_ = start_state[1];
+    stopped_before = start_state[2] != 0;
   }
   // The warm-started state is the run's step 0: saved, so that it can be
   // inspected and a restart before the first save does not copy again.
@@ -126,6 +140,7 @@ Status Estimator::train(bool evaluate_during) {
   const DataSourceSpec& train_spec = *job_.data.train;
   auto batch = global_batch(train_spec, "train");
   if (!batch) return batch.error();
+  if (Status s = check_accumulation(job_, *batch, strategy_->num_replicas()); !s) return s;
   // run.profile: only the chief writes the trace; every task prints its
   // table. Made before the input, whose prefetch thread may record into it.
   ProfileWindow profile(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
@@ -170,9 +185,22 @@ Status Estimator::train(bool evaluate_during) {
   }
   if (const std::string d = (*input)->describe(); !d.empty()) log_.info(d);
   if (const std::string d = strategy_->describe(); !d.empty()) log_.info(d);
+  for (const std::string& line : describe_accumulation(job_, *batch, replicas)) log_.info(line);
   if (global_step_ >= run.max_steps) {
     log_.info(fmt::format("model_dir {} is already at step {} (max_steps {}); nothing to train", run.model_dir,
                           global_step_, run.max_steps));
+    return Status::Ok();
+  }
+  if (stopped_before) {
+    log_.info(chief ? fmt::format("early stopping: training stopped at step {} after the evaluation of step {}: {}; "
+                                  "nothing to train (raise eval.early_stopping.patience_evals or min_delta, or remove "
+                                  "it, to train on)",
+                                  global_step_, early->stop_step(), early->reason())
+                    : fmt::format("early stopping: the chief's model_dir stopped early at step {}; nothing to train",
+                                  global_step_));
+    if (options_.cluster && chief) {
+      if (Status s = options_.cluster->client().set("train/final_step", std::to_string(global_step_)); !s) return s;
+    }
     return Status::Ok();
   }
 
@@ -187,8 +215,13 @@ Status Estimator::train(bool evaluate_during) {
   const bool can_eval = evaluate_during && job_.data.eval.has_value() && !in_cluster;
   if (in_cluster && chief && evaluate_during && job_.data.eval &&
       options_.cluster->resolved().cluster.count("evaluator") == 0) {
-    log_.info("the cluster has no evaluator task: checkpoints are not evaluated during training "
-              "(add an evaluator task, or run dtrain evaluate)");
+    if (job_.eval.early_stopping) {
+      log_.warning("the cluster has no evaluator task: checkpoints are not evaluated during training and "
+                   "eval.early_stopping cannot stop it (add an evaluator task)");
+    } else {
+      log_.info("the cluster has no evaluator task: checkpoints are not evaluated during training "
+                "(add an evaluator task, or run dtrain evaluate)");
+    }
   }
 
   if (chief && job_.export_spec && job_.export_spec->every == "eval" && !can_eval) {
@@ -229,6 +262,12 @@ Status Estimator::train(bool evaluate_during) {
     for (const std::string& l : *lines) log_.info(l);
     return Status::Ok();
   };
+  // In a cluster the evaluator decides early stops: the chief looks for its
+  // decision (a coordination key) at most twice a second.
+  const bool poll_early_stop = in_cluster && chief && job_.eval.early_stopping && evaluate_during &&
+                               job_.data.eval && options_.cluster->resolved().cluster.count("evaluator") > 0;
+  auto last_poll = Clock::now();
+  std::string early_stop_reason;  // set when training stops early
 
   while (global_step_ < run.max_steps) {
     const int64_t this_step = global_step_;
@@ -329,18 +368,31 @@ Status Estimator::train(bool evaluate_during) {
 
     hooks_scope.reset();
     const int local_sig = g_stop_signal.load();
+    bool local_early = false;  // the chief saw the evaluator's early-stopping decision
+    if (poll_early_stop && seconds_since(last_poll) >= 0.5) {
+      last_poll = Clock::now();
+      if (auto d = options_.cluster->client().get("train/early_stop", std::chrono::milliseconds(1))) {
+        local_early = true;
+        early_stop_reason = *d;
+      }
+    }
     // A stop signal to any worker stops every worker after this step (and
-    // the chief saves it).
+    // the chief saves it); so does the evaluator's early stop.
     if (prof && multi_worker) sync_scope.emplace(prof, "sync", "stop signal");
-    const int stop_sig = multi_worker ? (strategy_->any_worker(local_sig != 0) ? (local_sig ? local_sig : -1) : 0)
-                                      : local_sig;
+    int stop_sig = 0;
+    bool early_stop = false;
+    if (multi_worker ? strategy_->any_worker(local_sig != 0 || local_early) : (local_sig != 0 || local_early)) {
+      early_stop = multi_worker ? strategy_->any_worker(local_early) : local_early;
+      const bool any_sig = multi_worker ? strategy_->any_worker(local_sig != 0) : local_sig != 0;
+      if (any_sig) stop_sig = local_sig ? local_sig : -1;
+    }
     sync_scope.reset();
     if (stop_sig != 0) {
       // Every task stops at this step: agree whether any was sent SIGUSR1.
       const bool usr1 = g_stop_signal.load() == SIGUSR1;
       stopped_by_requeue_signal_ = multi_worker ? strategy_->any_worker(usr1) : usr1;
     }
-    bool save_now = last || stop_sig != 0;
+    bool save_now = last || stop_sig != 0 || early_stop;
     if (run.save_checkpoints_steps && *run.save_checkpoints_steps > 0) {
       save_now = save_now || crossed(*run.save_checkpoints_steps);
     }
@@ -359,12 +411,26 @@ Status Estimator::train(bool evaluate_during) {
         auto r = run_evaluation(last_checkpoint_);
         if (!r) return r.error();
         last_eval = Clock::now();
-        if (Status s = export_after(&*r, last); !s) return s;
+        if (early && early->add(r->global_step, metric_value(*r, early_metric()))) {
+          if (Status s = record_early_stop(*early); !s) return s;
+          early_stop = true;
+          early_stop_reason = early->reason();
+        }
+        if (Status s = export_after(&*r, last || early_stop); !s) return s;
       }
     }
     step_scope.reset();
-    if (profile.should_close(this_step, last || stop_sig != 0)) {
+    if (profile.should_close(this_step, last || stop_sig != 0 || early_stop)) {
       if (Status s = close_profile(global_step_); !s) return s;
+    }
+    if (early_stop && stop_sig == 0) {
+      log_.end_progress();
+      log_.info(chief ? fmt::format("early stopping at step {}: {}; checkpoint {} saved", global_step_,
+                                    early_stop_reason, last_checkpoint_)
+                      : fmt::format("early stopping at step {} (the evaluator's decision); the chief saved the "
+                                    "checkpoint",
+                                    global_step_));
+      break;
     }
     if (stop_sig != 0) {
       log_.end_progress();

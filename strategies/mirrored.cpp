@@ -91,7 +91,7 @@ StepOutput MirroredStrategy::mirrored_step(const Batch& batch, int64_t step, flo
       }
       for (size_t b = 0; b < buckets_.vars.size(); ++b) reducer_->arrive(b);
     } else {
-      out = run_replica(program_, rs, batch, begin, end, step, true, scale, [&](size_t layer) {
+      out = run_replica_accumulated(program_, rs, batch, begin, end, step, scale, [&](size_t layer) {
         for (size_t b : buckets_.after_layer[layer]) reducer_->arrive(b);
       });
     }

@@ -20,7 +20,7 @@ Status OneDeviceStrategy::restore(const CheckpointData& ckpt) {
 
 StepOutput OneDeviceStrategy::train_step(const Batch& batch, int64_t step, float lr) {
   StepOutput out =
-      run_replica(program_, replica_, batch, 0, batch.size(), step, true, program_.grad_scale(batch.size()));
+      run_replica_accumulated(program_, replica_, batch, 0, batch.size(), step, program_.grad_scale(batch.size()));
   const bool applied = apply_gradients(program_, replica_.ctx, replica_.values, replica_.grads, slots_, step, lr);
   program_.loss_scale.update(applied);
   return out;

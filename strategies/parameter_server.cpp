@@ -141,8 +141,9 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
       for (Tensor& g : rs.grads) {
         if (!g.empty()) g.zero();
       }
+      return run_replica(program_, rs, batch, begin, end, step, true, scale);
     }
-    return run_replica(program_, rs, batch, begin, end, step, true, scale);
+    return run_replica_accumulated(program_, rs, batch, begin, end, step, scale);
   });
   const auto& vars = program_.model->variables();
   std::vector<size_t> trainable;

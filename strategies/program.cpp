@@ -28,6 +28,7 @@ Result<Program> make_program(const JobSpec& job) {
   p.optimizer = std::move(*opt);
   p.seed = job.run.seed;
   p.loss_sum = job.strategy.loss_reduction == "sum";
+  p.accumulation_steps = job.run.accumulation_steps;
   p.compute = parse_dtype(job.precision.compute).value_or(DType::f32);  // the schema allows only the three names
   p.loss_scale = LossScale(p.compute == DType::f16);
   return p;

@@ -27,6 +27,9 @@ struct Program {
   uint64_t seed = 0;
   bool loss_sum = false;  // strategy.loss_reduction: sum (else mean over the global batch)
   DType compute = DType::f32;  // precision.compute: the dense/conv compute type
+  // run.accumulation_steps: a replica's shard runs as this many micro-batches
+  // (run_replica_accumulated), their gradients summed into one update.
+  int64_t accumulation_steps = 1;
 
   // The compute context of a replica on `device` ("cpu:0", "debug:1", ...).
   // REQUIRES: the device name was checked (make_strategy does).

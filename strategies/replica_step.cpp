@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <optional>
 
@@ -63,6 +64,52 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
   }
   loss_scope.reset();
   if (training) program.model->backward(ctx, rs, x, dlogits, layer_done, extra);
+  return out;
+}
+
+StepOutput run_replica_accumulated(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
+                                   int64_t end, int64_t step, float grad_scale,
+                                   const std::function<void(size_t)>& layer_done) {
+  const int64_t k = program.accumulation_steps;
+  if (k <= 1) return run_replica(program, rs, batch, begin, end, step, true, grad_scale, layer_done);
+  assert(end > begin);
+  const auto& vars = program.model->variables();
+  // A shard of fewer rows than k (a final short batch) runs as that many micro-batches of one row.
+  const int64_t n = std::min(k, end - begin);
+  const auto micro = split_batch(end - begin, static_cast<int>(n));
+  rs.grad_sums.resize(rs.grads.size());
+  // The last micro-batch adds the earlier ones' sum into each layer's
+  // gradients as soon as backward has written them, so a strategy reducing
+  // layer by layer (layer_done) starts on the final sums.
+  const std::function<void(size_t)> add_sums = [&](size_t layer) {
+    const auto [first, count] = program.model->layer_variables(layer);
+    for (size_t i = first; i < first + count; ++i) {
+      if (vars[i].trainable) ops::add_into(rs.ctx, rs.grads[i], rs.grad_sums[i]);
+    }
+    if (layer_done) layer_done(layer);
+  };
+  StepOutput out;
+  out.metric_state.assign(program.metric_state_size(), 0.0);
+  for (int64_t m = 0; m < n; ++m) {
+    const auto [b, e] = micro[static_cast<size_t>(m)];
+    const bool last = m + 1 == n;
+    accumulate(out, run_replica(program, rs, batch, begin + b, begin + e, step, true, grad_scale,
+                                last ? add_sums : std::function<void(size_t)>{}));
+    if (last) break;
+    for (size_t i = 0; i < vars.size(); ++i) {
+      if (!vars[i].trainable) continue;
+      Tensor& sum = rs.grad_sums[i];
+      const Tensor& g = rs.grads[i];
+      if (m > 0) {
+        ops::add_into(rs.ctx, sum, g);
+        continue;
+      }
+      if (sum.shape() != g.shape() || sum.dtype() != g.dtype() || sum.device() != g.device()) {
+        sum = Tensor::empty(g.shape(), g.dtype(), g.device());
+      }
+      sum.copy_from(g);
+    }
+  }
   return out;
 }
 

@@ -31,8 +31,9 @@ StepOutput TowersStrategy::train_step(const Batch& batch, int64_t step, float lr
       for (Tensor& g : rs.grads) {
         if (!g.empty()) g.zero();
       }
+      return run_replica(program_, rs, batch, begin, end, step, true, scale);
     }
-    return run_replica(program_, rs, batch, begin, end, step, true, scale);
+    return run_replica_accumulated(program_, rs, batch, begin, end, step, scale);
   });
   // Sum the towers' gradients into the first tower's, then apply once.
   std::vector<size_t> trainable;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -25,21 +26,37 @@ std::string join(const std::string& dir, const std::string& name) {
 }
 
 // Splits the kept set after adding `added` into what stays (by step) and
-// what falls out of keep_max, oldest first. `added` itself always stays.
-void apply_keep_max(std::vector<CheckpointEntry>& kept, const CheckpointEntry& added, int64_t keep_max,
-                    std::vector<CheckpointEntry>& dropped) {
+// what falls out of keep.max, oldest first. `added` itself always stays;
+// preserved entries stay and do not count. An entry falling out that was
+// saved at least keep.every_n_hours after `since` is preserved instead, and
+// `since` moves to its save time.
+void apply_keep_policy(std::vector<CheckpointEntry>& kept, const CheckpointEntry& added, const KeepPolicy& keep,
+                       double& since, std::vector<CheckpointEntry>& dropped) {
   std::erase_if(kept, [&](const CheckpointEntry& e) { return e.step == added.step; });
   kept.push_back(added);
   std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
-  if (keep_max <= 0) return;
-  for (auto it = kept.begin(); static_cast<int64_t>(kept.size()) > keep_max && it != kept.end();) {
-    if (it->step == added.step) {
+  if (keep.max <= 0) return;
+  auto counted = [&] {
+    return std::count_if(kept.begin(), kept.end(), [](const CheckpointEntry& e) { return !e.preserved; });
+  };
+  for (auto it = kept.begin(); counted() > keep.max && it != kept.end();) {
+    if (it->step == added.step || it->preserved) {
+      ++it;
+      continue;
+    }
+    if (keep.every_n_hours && it->time > 0 && it->time >= since + *keep.every_n_hours * 3600.0) {
+      it->preserved = true;
+      since = it->time;
       ++it;
       continue;
     }
     dropped.push_back(*it);
     it = kept.erase(it);
   }
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -51,20 +68,34 @@ const Tensor* CheckpointData::find(const std::string& name) const {
 }
 
 Result<std::string> save_checkpoint(const std::string& model_dir, const CheckpointData& data, int64_t keep_max) {
+  return save_checkpoint(model_dir, data, KeepPolicy{keep_max, std::nullopt, std::nullopt});
+}
+
+Result<std::string> save_checkpoint(const std::string& model_dir, const CheckpointData& data,
+                                    const KeepPolicy& keep) {
   if (data.global_step < 0)
     return runtime_error(fmt::format("{}: cannot save a checkpoint for negative step {}", model_dir, data.global_step));
   Result<std::string> header = io::encode_safetensors_header(data);
   if (!header) return runtime_error(fmt::format("{}: {}", model_dir, header.error().message));
   if (Status s = io::ensure_directory(model_dir); !s) return s.error();
 
-  const CheckpointEntry added{data.global_step, io::checkpoint_file_name(data.global_step)};
+  const double now = keep.now.value_or(unix_now());
+  const CheckpointEntry added{data.global_step, io::checkpoint_file_name(data.global_step), now, false};
   const std::string path = join(model_dir, added.name);
   if (Status s = io::write_file_atomic(path, io::safetensors_pieces(*header, data)); !s) return s.error();
 
   std::vector<CheckpointEntry> kept = io::kept_checkpoints(model_dir);
+  // The hours count from the first save in model_dir (an index without the
+  // field: its oldest known save time), then from the last preserved one.
+  std::optional<double> since = io::read_keep_hours_since(model_dir);
+  if (!since) {
+    since = now;
+    for (const CheckpointEntry& e : kept)
+      if (e.time > 0) since = std::min(*since, e.time);
+  }
   std::vector<CheckpointEntry> dropped;
-  apply_keep_max(kept, added, keep_max, dropped);
-  if (Status s = io::write_checkpoint_index(model_dir, kept); !s) return s.error();
+  apply_keep_policy(kept, added, keep, *since, dropped);
+  if (Status s = io::write_checkpoint_index(model_dir, kept, since); !s) return s.error();
 
   // Only now that the new index is durable may files it no longer names go.
   for (const CheckpointEntry& e : dropped) {

@@ -40,6 +40,24 @@ struct CheckpointData {
 // and leave the earlier checkpoints and index as they were.
 Result<std::string> save_checkpoint(const std::string& model_dir, const CheckpointData& data, int64_t keep_max);
 
+// Which checkpoints a save keeps, as tf.train.Saver's max_to_keep and
+// keep_checkpoint_every_n_hours.
+struct KeepPolicy {
+  int64_t max = 5;  // the newest `max` are kept (<= 0: all)
+  // Besides those, one checkpoint per this many hours of wall-clock is kept
+  // forever: a checkpoint that falls out of `max` is preserved instead of
+  // deleted when it was saved at least this long after the index's
+  // keep_hours_since (the first save in model_dir, then the last preserved
+  // checkpoint's save time). Preserved checkpoints stay in the index (marked
+  // "preserved"), so a restarted run keeps them too, and are never deleted.
+  std::optional<double> every_n_hours;
+  // Unix time of this save; nullopt: the system clock (tests inject one).
+  std::optional<double> now;
+};
+// save_checkpoint with a KeepPolicy; the int64_t overload is {keep_max}.
+Result<std::string> save_checkpoint(const std::string& model_dir, const CheckpointData& data,
+                                    const KeepPolicy& keep);
+
 // Reads a checkpoint file. Malformed files give a kData error naming the file
 // and what is wrong (and the byte offset where it applies). Tensors come back
 // in file order; global_step from metadata "global_step" (0 when absent).

@@ -31,14 +31,27 @@ std::optional<std::vector<CheckpointEntry>> parse_index(const std::string& text)
   const auto& all = j["all"];
   const auto& steps = j["steps"];
   if (!all.is_array() || !steps.is_array() || all.size() != steps.size() || all.empty()) return std::nullopt;
+  // Optional (written since keep_checkpoint_every_n_hours): save times and preserved names.
+  const nlohmann::json times = j.contains("times") ? j["times"] : nlohmann::json::array();
+  const nlohmann::json preserved = j.contains("preserved") ? j["preserved"] : nlohmann::json::array();
+  if (!times.is_array() || (!times.empty() && times.size() != all.size()) || !preserved.is_array())
+    return std::nullopt;
   std::vector<CheckpointEntry> out;
   for (size_t i = 0; i < all.size(); ++i) {
     if (!all[i].is_string() || !steps[i].is_number_integer()) return std::nullopt;
+    if (!times.empty() && !times[i].is_number()) return std::nullopt;
     std::string name = all[i].get<std::string>();
     std::optional<int64_t> step = parse_checkpoint_file_name(name);
     if (!step || *step != steps[i].get<int64_t>()) return std::nullopt;
     if (!out.empty() && out.back().step >= *step) return std::nullopt;
-    out.push_back({*step, std::move(name)});
+    out.push_back({*step, std::move(name), times.empty() ? 0.0 : times[i].get<double>(), false});
+  }
+  for (const auto& p : preserved) {
+    if (!p.is_string()) return std::nullopt;
+    const std::string name = p.get<std::string>();
+    auto it = std::find_if(out.begin(), out.end(), [&](const CheckpointEntry& e) { return e.name == name; });
+    if (it == out.end()) return std::nullopt;
+    it->preserved = true;
   }
   if (j["latest"] != out.back().name) return std::nullopt;
   return out;
@@ -88,20 +101,34 @@ std::vector<CheckpointEntry> kept_checkpoints(const std::string& model_dir) {
   return kept.empty() ? scan_checkpoints(model_dir) : kept;
 }
 
-std::string checkpoint_index_json(const std::vector<CheckpointEntry>& entries) {
+std::optional<double> read_keep_hours_since(const std::string& model_dir) {
+  Result<std::string> text = read_whole_file(join(model_dir, kIndexFileName), ErrorKind::kData);
+  if (!text || !parse_index(*text)) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.contains("keep_hours_since") || !j["keep_hours_since"].is_number()) return std::nullopt;
+  return j["keep_hours_since"].get<double>();
+}
+
+std::string checkpoint_index_json(const std::vector<CheckpointEntry>& entries, std::optional<double> keep_hours_since) {
   nlohmann::ordered_json j;
   j["latest"] = entries.empty() ? "" : entries.back().name;
   j["all"] = nlohmann::json::array();
   j["steps"] = nlohmann::json::array();
+  j["times"] = nlohmann::json::array();
+  j["preserved"] = nlohmann::json::array();
   for (const auto& e : entries) {
     j["all"].push_back(e.name);
     j["steps"].push_back(e.step);
+    j["times"].push_back(e.time);
+    if (e.preserved) j["preserved"].push_back(e.name);
   }
+  if (keep_hours_since) j["keep_hours_since"] = *keep_hours_since;
   return j.dump(2) + "\n";
 }
 
-Status write_checkpoint_index(const std::string& model_dir, const std::vector<CheckpointEntry>& entries) {
-  const std::string text = checkpoint_index_json(entries);
+Status write_checkpoint_index(const std::string& model_dir, const std::vector<CheckpointEntry>& entries,
+                              std::optional<double> keep_hours_since) {
+  const std::string text = checkpoint_index_json(entries, keep_hours_since);
   return write_file_atomic(join(model_dir, kIndexFileName), {text});
 }
 

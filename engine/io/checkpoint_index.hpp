@@ -1,7 +1,12 @@
 // The index of kept checkpoints, <model_dir>/checkpoint: JSON
-// {"latest": "model.ckpt-300.safetensors", "all": [...], "steps": [...]},
-// "all" ordered by step, oldest first. When the index is missing or corrupt,
-// the kept set is recovered by scanning model_dir for checkpoint files.
+// {"latest": "model.ckpt-300.safetensors", "all": [...], "steps": [...],
+//  "times": [...], "preserved": [...], "keep_hours_since": t},
+// "all" ordered by step, oldest first; "times" the Unix time of each save;
+// "preserved" the names kept forever by run.keep_checkpoint_every_n_hours;
+// "keep_hours_since" the time the next preserved checkpoint counts from.
+// The last three are optional (indexes of older versions lack them). When the
+// index is missing or corrupt, the kept set is recovered by scanning model_dir
+// for checkpoint files (save times and preserved marks are then lost).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +22,8 @@ namespace dtrain::io {
 struct CheckpointEntry {
   int64_t step = 0;
   std::string name;  // file name inside model_dir, "model.ckpt-<step>.safetensors"
+  double time = 0;   // Unix time of the save; 0 when unknown (scanned, or an older index)
+  bool preserved = false;  // kept forever (keep_checkpoint_every_n_hours), outside keep_max
   bool operator==(const CheckpointEntry&) const = default;
 };
 
@@ -40,10 +47,16 @@ std::vector<CheckpointEntry> scan_checkpoints(const std::string& model_dir);
 // index is unusable or none of its files exist, the scan.
 std::vector<CheckpointEntry> kept_checkpoints(const std::string& model_dir);
 
-// The JSON text of an index over `entries` (sorted by step).
-std::string checkpoint_index_json(const std::vector<CheckpointEntry>& entries);
+// The index's "keep_hours_since" (Unix time), nullopt when absent or unusable.
+std::optional<double> read_keep_hours_since(const std::string& model_dir);
+
+// The JSON text of an index over `entries` (sorted by step), with
+// "keep_hours_since" when given.
+std::string checkpoint_index_json(const std::vector<CheckpointEntry>& entries,
+                                  std::optional<double> keep_hours_since = std::nullopt);
 
 // Atomically replaces the index of model_dir (see write_file_atomic).
-Status write_checkpoint_index(const std::string& model_dir, const std::vector<CheckpointEntry>& entries);
+Status write_checkpoint_index(const std::string& model_dir, const std::vector<CheckpointEntry>& entries,
+                              std::optional<double> keep_hours_since = std::nullopt);
 
 }  // namespace dtrain::io

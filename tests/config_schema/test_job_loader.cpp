@@ -76,12 +76,14 @@ run:
   max_steps: 77
   save_checkpoints_secs: 30.5
   keep_checkpoint_max: 2
+  keep_checkpoint_every_n_hours: 0.25
   save_summary_steps: 0
   log_step_count_steps: 7
   seed: 1234
   deterministic: true
   slurm_requeue: false
-eval: {steps: 3, throttle_secs: 1.5, start_delay_secs: 2}
+  accumulation_steps: 4
+eval: {steps: 3, throttle_secs: 1.5, start_delay_secs: 2, early_stopping: {mode: max, patience_evals: 4}}
 )";
 
 TEST_CASE("job_loader: a minimal job gets the defaults of job_spec.hpp") {
@@ -225,6 +227,13 @@ TEST_CASE("job_loader: every field can be set from YAML") {
   CHECK(job.run.slurm_requeue == std::optional<bool>(false));
   CHECK(job.eval.steps == std::optional<int64_t>(3));
   CHECK(job.eval.start_delay_secs == 2);
+  CHECK(job.run.keep_checkpoint_every_n_hours == std::optional<double>(0.25));
+  CHECK(job.run.accumulation_steps == 4);
+  REQUIRE(job.eval.early_stopping.has_value());
+  CHECK(job.eval.early_stopping->metric == "loss");  // defaults fill what is not given
+  CHECK(job.eval.early_stopping->mode == "max");
+  CHECK(job.eval.early_stopping->patience_evals == 4);
+  CHECK(job.eval.early_stopping->min_delta == 0);
 }
 
 TEST_CASE("job_loader: the resolved YAML loads back to the same job") {
@@ -379,16 +388,19 @@ run:
   save_checkpoints_steps: 500
   save_checkpoints_secs: null
   keep_checkpoint_max: 5
+  keep_checkpoint_every_n_hours: null
   save_summary_steps: 100
   log_step_count_steps: 100
   seed: 42
   deterministic: false
   slurm_requeue: auto
   threads: auto
+  accumulation_steps: 1
 eval:
   steps: null
   throttle_secs: 60.0
   start_delay_secs: 0.0
+  early_stopping: null
 )");
 }
 

@@ -86,7 +86,10 @@ def test_checkpoint_layout_and_index(written):
     assert header["dense/kernel"] == {"dtype": "F32", "shape": [3, 2], "data_offsets": [0, 24]}
     assert len(data) == 8 + n + 24 + 8 + 24 + 4
     index = json.loads((written["out"] / "model" / "checkpoint").read_text())
-    assert index == {"latest": "model.ckpt-300.safetensors", "all": ["model.ckpt-300.safetensors"], "steps": [300]}
+    times = index.pop("times")  # Unix time of each save
+    assert len(times) == 1 and times[0] > 1.6e9
+    assert index == {"latest": "model.ckpt-300.safetensors", "all": ["model.ckpt-300.safetensors"], "steps": [300],
+                     "preserved": [], "keep_hours_since": times[0]}
 
 
 def test_events_read_by_tensorboard(written):

@@ -1,0 +1,26 @@
+// run.accumulation_steps at the start of training: the check of the training
+// batch against it and the start-up lines that state what it means.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config_schema/job_spec.hpp"
+#include "engine/status.hpp"
+
+namespace dtrain {
+
+// A kConfig error unless `batch` (the rows of one update in this process,
+// data.train's batch_size or batch_size_per_replica x replicas) splits into
+// run.accumulation_steps micro-batches of equal rows on each of `replicas`,
+// and unless a synchronised batch_norm meets accumulation_steps > 1.
+// REQUIRES: job.data.train; replicas >= 1.
+Status check_accumulation(const JobSpec& job, int64_t batch, int replicas);
+
+// The start-up lines for accumulation_steps > 1 (empty for 1): the split of
+// an update into micro-batches and, when the model has batch_norm, that its
+// statistics are per micro-batch. REQUIRES: check_accumulation passed.
+std::vector<std::string> describe_accumulation(const JobSpec& job, int64_t batch, int replicas);
+
+}  // namespace dtrain

@@ -1,0 +1,80 @@
+// check_accumulation and describe_accumulation: the batch must split into
+// run.accumulation_steps equal micro-batches on every replica (pinned errors
+// with a suggestion), and the start-up lines say what an update is.
+#include <doctest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "estimator/accumulation.hpp"
+
+namespace dtrain {
+namespace {
+
+JobSpec job_with(int64_t k, int64_t batch_size, std::optional<int64_t> per_replica = std::nullopt) {
+  JobSpec job;
+  job.source_path = "job.yaml";
+  job.run.accumulation_steps = k;
+  DataSourceSpec d;
+  d.where = "job.yaml:12:3";
+  d.batch_size = batch_size;
+  d.batch_size_per_replica = per_replica;
+  job.data.train = d;
+  return job;
+}
+
+TEST_CASE("accumulation: a batch that splits into K micro-batches per replica is accepted") {
+  CHECK(check_accumulation(job_with(1, 7), 7, 3));
+  CHECK(check_accumulation(job_with(4, 32), 32, 2));
+  CHECK(check_accumulation(job_with(4, 0, 8), 16, 2));
+  CHECK(describe_accumulation(job_with(1, 7), 7, 1).empty());
+  const auto lines = describe_accumulation(job_with(4, 32), 32, 2);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] ==
+        "gradient accumulation: each update of 32 rows runs as 4 micro-batches of 4 rows on each of 2 replica(s); "
+        "their gradients are summed into one optimizer update (equal to one step on the 32 rows); steps count "
+        "updates");
+}
+
+TEST_CASE("accumulation: a batch not divisible by K x replicas is a config error with the nearest batches") {
+  const Status s = check_accumulation(job_with(4, 30), 30, 2);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().kind == ErrorKind::kConfig);
+  CHECK(s.error().message ==
+        "job.yaml:12:3: data.train.batch_size: 30 rows per update do not split into run.accumulation_steps 4 "
+        "micro-batches on each of 2 replica(s) (the batch must be divisible by 4 x 2 = 8); try 24 or 32");
+  const Status small = check_accumulation(job_with(4, 3), 3, 1);
+  REQUIRE_FALSE(small);
+  CHECK(small.error().message ==
+        "job.yaml:12:3: data.train.batch_size: 3 rows per update do not split into run.accumulation_steps 4 "
+        "micro-batches on each of 1 replica(s) (the batch must be divisible by 4 x 1 = 4); try 4");
+  const Status per = check_accumulation(job_with(4, 0, 6), 12, 2);
+  REQUIRE_FALSE(per);
+  CHECK(per.error().message ==
+        "job.yaml:12:3: data.train.batch_size_per_replica: 12 rows per update do not split into "
+        "run.accumulation_steps 4 micro-batches on each of 2 replica(s) (the batch must be divisible by 4 x 2 = 8); "
+        "try 4 or 8");
+}
+
+TEST_CASE("accumulation: batch_norm is noted, and sync batch_norm refused") {
+  JobSpec job = job_with(2, 16);
+  LayerSpec bn;
+  bn.type = "batch_norm";
+  bn.where = "job.yaml:5:7";
+  job.model.layers.push_back(bn);
+  const auto lines = describe_accumulation(job, 16, 2);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[1] == "note: batch_norm computes its statistics per micro-batch of 4 rows, not over the 16 rows of an "
+                    "update, so training differs from one step on the whole batch (as in every framework)");
+  CHECK(check_accumulation(job, 16, 2));
+  job.model.layers[0].sync = true;
+  const Status s = check_accumulation(job, 16, 2);
+  REQUIRE_FALSE(s);
+  CHECK(s.error().message ==
+        "job.yaml:5:7: batch_norm sync: true cannot be combined with run.accumulation_steps 2 (its statistics would "
+        "be summed over the replicas once per micro-batch); use sync: false or accumulation_steps: 1");
+}
+
+}  // namespace
+}  // namespace dtrain
