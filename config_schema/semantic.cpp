@@ -122,6 +122,23 @@ void check_model_inputs(const Node& root, std::vector<Issue>& out) {
   }
 }
 
+// model.outputs replaces model.loss and model.metrics (the one-output shorthand).
+void check_model_outputs(const Node& root, std::vector<Issue>& out) {
+  const Node* model = root.find("model");
+  if (model == nullptr || !model->is_mapping()) return;
+  const Node* outputs = model->find("outputs");
+  if (!given(outputs)) return;
+  for (const char* key : {"loss", "metrics"}) {
+    if (const Node* n = model->find(key); given(n))
+      out.push_back({n->loc, child_path("model", key),
+                     std::string("given together with model.outputs; expected the ") + key +
+                         " of each output under outputs (model." + key + " is the one-output shorthand)"});
+  }
+  if (outputs->is_mapping() && outputs->entries.empty())
+    out.push_back({outputs->loc, "model.outputs",
+                   "has no output; expected one or more, e.g. {predictions: {loss: sparse_softmax_cross_entropy}}"});
+}
+
 }  // namespace
 
 std::vector<Issue> semantic_checks(const Node& root) {
@@ -134,6 +151,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   check_exclusive(root.find("run"), "run", "save_checkpoints_steps", "save_checkpoints_secs", out);
   check_layer_names(root, out);
   check_model_inputs(root, out);
+  check_model_outputs(root, out);
   check_devices(root, out);
   return out;
 }

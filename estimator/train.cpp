@@ -15,6 +15,7 @@
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
 #include "estimator/estimator.hpp"
+#include "estimator/model_outputs.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 
@@ -95,6 +96,7 @@ Status Estimator::train(bool evaluate_during) {
   if (!batch) return batch.error();
   InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
   set_model_inputs(input_options, *program_.model);
+  set_model_outputs(input_options, program_);
   input_options.num_workers = strategy_->num_workers();
   input_options.worker_index = strategy_->worker_index();
   input_options.vocabulary = vocabulary_;
@@ -103,9 +105,7 @@ Status Estimator::train(bool evaluate_during) {
   if (Status s = check_input_features(train_spec.where + ": data.train: ", **input, *program_.model); !s) {
     return s;
   }
-  if (Status s = program_.loss->check_shapes(program_.model->output_shape(), (*input)->label_shape()); !s) {
-    return config_error(fmt::format("{}: model.loss: {}", job_.source_path, s.error().message));
-  }
+  if (Status s = check_label_shapes(**input, program_, job_.source_path); !s) return s;
   if (Status s = (*input)->restore(restored_input_position_); !s) return s;
 
   log_threads();
@@ -244,12 +244,8 @@ Status Estimator::train(bool evaluate_during) {
       window_comm = window_exposed = 0;
     }
     if (train_writer_ && (crossed(run.save_summary_steps) || last)) {
-      std::vector<std::pair<std::string, double>> s = {
-          {"loss", summary_acc.loss_sum / static_cast<double>(summary_acc.examples)}, {"learning_rate", lr}};
-      for (size_t i = 0; i < program_.metrics.size(); ++i) {
-        s.emplace_back(program_.metrics[i]->name(),
-                       program_.metrics[i]->result(program_.metric_state(summary_acc.metric_state, i)));
-      }
+      std::vector<std::pair<std::string, double>> s = output_scalars(program_, summary_acc);
+      s.insert(s.begin() + 1, {"learning_rate", lr});
       if (Status st = train_writer_->scalars(global_step_, s); !st) return st;
       if (Status st = train_writer_->flush(); !st) return st;
       summary_acc = StepOutput{};
