@@ -140,15 +140,18 @@ def test_strategies_equal_one_device_and_agree_on_evaluate_and_predict(strategy,
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
 
 
-def test_collective_two_worker_processes_equal_one_device(job, tmp_path):
+@pytest.mark.parametrize("strategy,ps", [("collective", 0), ("parameter_server", 1)])
+def test_two_worker_processes_equal_one_device(strategy, ps, job, tmp_path):
     """Every labels tensor is cut into the workers' rows of the shuffled global batch."""
     path = job(steps=20)
     train(path, tmp_path / "one")
-    args = ["launch", "--workers", 2, "--ps", 0, path, "--model-dir", tmp_path / "collective", "--no-eval",
-            "--log-format", "plain", "--set", "strategy.type=collective", "--set", "data.train.batch_size=16"]
+    args = ["launch", "--workers", 2, "--ps", ps, path, "--model-dir", tmp_path / strategy, "--no-eval",
+            "--log-format", "plain", "--set", f"strategy.type={strategy}", "--set", "data.train.batch_size=16"]
+    if ps:
+        args += ["--set", "strategy.mode=sync"]
     out = run_dtrain(*args, env={"OMP_WAIT_POLICY": "passive", "OMP_NUM_THREADS": "1", "TF_CONFIG": ""}, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert_same_checkpoints(tmp_path / "one", tmp_path / "collective", 20)
+    assert_same_checkpoints(tmp_path / "one", tmp_path / strategy, 20)
 
 
 def test_errors_of_several_outputs(job, tmp_path):

@@ -154,6 +154,31 @@ TEST_CASE("multi-output: a split batch sums to the whole batch's loss and gradie
   }
 }
 
+TEST_CASE("multi-output: the resolved YAML loads back to the same outputs and model_hash") {
+  LoadOptions options;
+  options.check_files = false;
+  auto job = load_job_from_string(refs().at("yaml").get<std::string>(), "outputs.yaml", "/nonexistent", options);
+  REQUIRE(job.ok());
+  auto again = load_job_from_string(job->resolved_yaml, "resolved.yaml", "/nonexistent", options);
+  REQUIRE_MESSAGE(again.ok(), (again.ok() ? "" : again.error().message));
+  CHECK(again->model_hash == job->model_hash);
+  REQUIRE(again->model.outputs.size() == 2);
+  for (size_t j = 0; j < 2; ++j) {
+    const ModelOutputSpec &a = job->model.outputs[j], &b = again->model.outputs[j];
+    CHECK(a.name == b.name);
+    CHECK(a.loss == b.loss);
+    CHECK(a.labels == b.labels);
+    CHECK(a.weight == b.weight);
+    CHECK(a.metrics == b.metrics);
+  }
+  // Another weight is another model (its checkpoints are refused).
+  auto heavier = load_job_from_string(refs().at("yaml").get<std::string>(), "outputs.yaml", "/nonexistent",
+                                      LoadOptions{.overrides = {"model.outputs.reg.weight=2"}, .check_files = false});
+  REQUIRE_MESSAGE(heavier.ok(), (heavier.ok() ? "" : heavier.error().message));
+  CHECK(heavier->model.outputs[1].weight == 2.0);
+  CHECK(heavier->model_hash != job->model_hash);
+}
+
 TEST_CASE("multi-output: a one-output model keeps its single output, tags and graph") {
   const Program p = program_of(
       "model:\n  input: {shape: [4]}\n  layers:\n    - {type: dense, units: 3}\n  metrics: [accuracy]\n");
