@@ -25,7 +25,8 @@ Result<Program> make_program(const JobSpec& job) {
     for (const std::string& name : job.model.metrics) {
       auto m = make_metric(name, job.model.loss);
       if (!m) return config_error(fmt::format("{}: model.metrics: {}", job.source_path, m.error().message));
-      add_metric(std::move(*m), name, p.model->output_shape());
+      std::string tag = (*m)->name();  // the tag a one-output job always had
+      add_metric(std::move(*m), std::move(tag), p.model->output_shape());
     }
   }
   for (size_t j = 0; j < job.model.outputs.size(); ++j) {
