@@ -1,7 +1,8 @@
 // A model of two outputs (model.outputs): a classification head that also
 // feeds a regression head, each with its loss and weight, through run_replica
 // (the step every strategy runs) against PyTorch float64
-// (reference/gen_multi_output_refs.py -> reference/multi_output_refs.json),
+// finite differences of the weighted total loss, a sequence output averaged
+// over the batch and every position, and the errors of outputs.
 // finite differences of the weighted total loss, and the errors of outputs.
 #include <doctest.h>
 
@@ -177,6 +178,42 @@ TEST_CASE("multi-output: the resolved YAML loads back to the same outputs and mo
   REQUIRE_MESSAGE(heavier.ok(), (heavier.ok() ? "" : heavier.error().message));
   CHECK(heavier->model.outputs[1].weight == 2.0);
   CHECK(heavier->model_hash != job->model_hash);
+}
+
+TEST_CASE("multi-output: a sequence output's loss averages over the batch and every position") {
+  // tok: logits (B, 4, 5) with labels (B, 4); val: (B, 1) targets; weights 0.25 and 3.
+  const Program p = program_of(
+      "model:\n  input: {shape: [4, 3]}\n  layers:\n    - {name: tok, type: dense, units: 5}\n"
+      "    - {name: pool, type: global_avg_pool1d, inputs: input}\n    - {name: val, type: dense, units: 1}\n"
+      "  outputs:\n    tok: {loss: sparse_softmax_cross_entropy, weight: 0.25}\n"
+      "    val: {loss: mean_squared_error, weight: 3}\n");
+  const Model& m = *p.model;
+  REQUIRE(m.outputs()[0].shape == Shape{4, 5});
+  CHECK(p.outputs[0].labels == "tok");  // labels default to the output's name
+  ReplicaState rs = m.make_replica_state();
+  for (size_t i = 0; i < m.variables().size(); ++i) {
+    rs.values[i] = Tensor(m.variables()[i].shape);
+    for (int64_t k = 0; k < rs.values[i].numel(); ++k) rs.values[i][k] = 0.1f * static_cast<float>((k * 7 + i) % 11) - 0.5f;
+  }
+  const int64_t n = 3;
+  Batch b{Tensor({n, 4, 3}), Tensor({n, 4}), {0, 1, 2}};
+  for (int64_t k = 0; k < b.features.numel(); ++k) b.features[k] = 0.3f * static_cast<float>(k % 7) - 0.9f;
+  for (int64_t k = 0; k < b.labels.numel(); ++k) b.labels[k] = static_cast<float>((k * 3) % 5);
+  b.extra_labels.push_back(Tensor::from({n, 1}, {0.5f, -1.0f, 2.0f}));
+  const StepOutput out = run_replica(p, rs, b, 0, n, 0, false, 1.0f);
+  // The same losses from the model's own outputs, in double.
+  const Tensor tok = m.output(rs, 0).to_host(), val = m.output(rs, 1).to_host();
+  double ce = 0, mse = 0;
+  for (int64_t r = 0; r < n * 4; ++r) {
+    double z = 0;
+    for (int64_t c = 0; c < 5; ++c) z += std::exp(double{tok[r * 5 + c]});
+    ce += std::log(z) - tok[r * 5 + static_cast<int64_t>(b.labels[r])];
+  }
+  for (int64_t r = 0; r < n; ++r) mse += std::pow(double{val[r]} - b.extra_labels[0][r], 2);
+  ce /= static_cast<double>(n * 4);  // the batch and every position
+  mse /= static_cast<double>(n);
+  CHECK(rel_err(out.loss_sum / static_cast<double>(out.examples), 0.25 * ce + 3.0 * mse) < 1e-5);
+  CHECK(rel_err(p.metrics[0]->result(std::span<const double>(out.metric_state.data(), 2)), ce) < 1e-5);
 }
 
 TEST_CASE("multi-output: a one-output model keeps its single output, tags and graph") {
