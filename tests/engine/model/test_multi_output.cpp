@@ -1,9 +1,9 @@
 // A model of two outputs (model.outputs): a classification head that also
 // feeds a regression head, each with its loss and weight, through run_replica
 // (the step every strategy runs) against PyTorch float64
+// (reference/gen_multi_output_refs.py -> reference/multi_output_refs.json),
 // finite differences of the weighted total loss, a sequence output averaged
 // over the batch and every position, and the errors of outputs.
-// finite differences of the weighted total loss, and the errors of outputs.
 #include <doctest.h>
 
 #include <cmath>
