@@ -373,7 +373,7 @@ const std::vector<Command>& commands() {
          add_job(s, a);
          add_run_options(s, a);
          s.add_option("--input", a.input, "examples as a .npy array (N, input shape...), or for several model inputs an .npz of one array per input")->required();
-         s.add_option("--output", a.output, "predictions file: .npy or .csv")->required();
+         s.add_option("--output", a.output, "predictions file: .npy or .csv (P.LAYER.npy per output with model.outputs)")->required();
          s.add_option("--checkpoint", a.checkpoint, "checkpoint file to use");
        },
        run_predict},

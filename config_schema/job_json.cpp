@@ -164,6 +164,17 @@ Json job_json(const JobSpec& job) {
     if (in.dtype != "float32") j["dtype"] = in.dtype;
     inputs[in.name] = j;
   }
+  Json model = {{named ? "inputs" : "input", named ? inputs : input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}};
+  // Only with model.outputs, so that a one-output job's model_hash stays what it was.
+  if (!m.outputs.empty()) {
+    model.erase("loss");
+    model.erase("metrics");
+    Json outputs = Json::object();
+    for (const ModelOutputSpec& o : m.outputs) {
+      outputs[o.name] = {{"loss", o.loss}, {"labels", o.labels}, {"weight", o.weight}, {"metrics", o.metrics}};
+    }
+    model["outputs"] = outputs;
+  }
   Json run = {{"model_dir", r.model_dir}, {"max_steps", r.max_steps},
               {"save_checkpoints_steps", optional_json(r.save_checkpoints_steps)},
               {"save_checkpoints_secs", optional_json(r.save_checkpoints_secs)},
@@ -183,7 +194,7 @@ Json job_json(const JobSpec& job) {
   }
   if (r.profile) run["profile"] = {{"start_step", r.profile->start_step}, {"steps", r.profile->steps}};
   Json j{
-      {"model", {{named ? "inputs" : "input", named ? inputs : input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}}},
+      {"model", model},
       {"optimizer",
        {{"type", o.type}, {"learning_rate", o.learning_rate},
         {"schedule", {{"type", sc.type}, {"decay_steps", sc.decay_steps}, {"decay_rate", sc.decay_rate},

@@ -71,6 +71,16 @@ struct ModelInputSpec {
   std::string where;               // "job.yaml:5:5" of its key
 };
 
+// One output of the model with its loss (model.outputs' entries).
+struct ModelOutputSpec {
+  std::string name;                   // the layer it is (its key)
+  std::string loss;                   // as ModelSpec::loss
+  std::string labels;                 // the npz array the labels come from (default: name)
+  double weight = 1.0;                // total loss = sum of weight x this output's loss
+  std::vector<std::string> metrics;   // as ModelSpec::metrics
+  std::string where;                  // "job.yaml:9:5" of its key
+};
+
 struct ModelSpec {
   // The first (or only) input: model.input, or model.inputs' first entry.
   std::vector<int64_t> input_shape;  // without batch, e.g. [28, 28, 1]
@@ -83,6 +93,9 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;
   std::string loss = "sparse_softmax_cross_entropy";  // | softmax_cross_entropy | sigmoid_cross_entropy | mean_squared_error
   std::vector<std::string> metrics;  // accuracy | mean_loss | precision | recall | mean_absolute_error
+  // model.outputs in file order; empty: one output, the last layer, with
+  // loss and metrics above (the shorthand).
+  std::vector<ModelOutputSpec> outputs;
 };
 
 struct ScheduleSpec {

@@ -128,6 +128,24 @@ void check_model_inputs(const Node& root, std::vector<Issue>& out) {
   }
 }
 
+// The metrics an evaluation reports: loss and model.metrics, or with
+// model.outputs also loss/<output> and <output>_<metric> for each output.
+std::vector<std::string> evaluation_metrics(const Node& root) {
+  std::vector<std::string> known{"loss"};
+  if (const Node* metrics = at(root, {"model", "metrics"}); given(metrics) && metrics->is_sequence()) {
+    for (const Node& m : metrics->items) known.push_back(m.text);
+  }
+  if (const Node* outputs = at(root, {"model", "outputs"}); given(outputs) && outputs->is_mapping()) {
+    for (const auto& [name, spec] : outputs->entries) {
+      known.push_back("loss/" + name.text);
+      const Node* metrics = spec.is_mapping() ? spec.find("metrics") : nullptr;
+      if (!given(metrics) || !metrics->is_sequence()) continue;
+      for (const Node& m : metrics->items) known.push_back(name.text + "_" + m.text);
+    }
+  }
+  return known;
+}
+
 // export: every: eval and best_by need evaluations; best_by names a metric
 // the evaluation reports (loss or one of model.metrics).
 void check_export(const Node& root, std::vector<Issue>& out) {
@@ -146,10 +164,7 @@ void check_export(const Node& root, std::vector<Issue>& out) {
     out.push_back({best_by->loc, "export.best_by", "compares evaluations, but the job has no data.eval; add data.eval"});
     return;
   }
-  std::vector<std::string> known{"loss"};
-  if (const Node* metrics = at(root, {"model", "metrics"}); metrics != nullptr && metrics->is_sequence()) {
-    for (const Node& m : metrics->items) known.push_back(m.text);
-  }
+  const std::vector<std::string> known = evaluation_metrics(root);
   if (std::find(known.begin(), known.end(), best_by->text) == known.end()) {
     std::string list;
     for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -179,10 +194,7 @@ void check_early_stopping(const Node& root, std::vector<Issue>& out) {
   }
   const Node* metric = es->find("metric");
   if (!given(metric) || value_type(*metric) != ValueType::kString) return;
-  std::vector<std::string> known = {"loss"};
-  if (const Node* metrics = at(root, {"model", "metrics"}); given(metrics) && metrics->is_sequence()) {
-    for (const Node& m : metrics->items) known.push_back(m.text);
-  }
+  const std::vector<std::string> known = evaluation_metrics(root);
   for (const std::string& k : known)
     if (k == metric->text) return;
   std::string list;
@@ -190,6 +202,23 @@ void check_early_stopping(const Node& root, std::vector<Issue>& out) {
   out.push_back({metric->loc, "eval.early_stopping.metric",
                  "\"" + metric->text + "\" is not a metric the job computes; expected one of " + list +
                      " (loss or one of model.metrics)" + did_you_mean(metric->text, known)});
+}
+
+// model.outputs replaces model.loss and model.metrics (the one-output shorthand).
+void check_model_outputs(const Node& root, std::vector<Issue>& out) {
+  const Node* model = root.find("model");
+  if (model == nullptr || !model->is_mapping()) return;
+  const Node* outputs = model->find("outputs");
+  if (!given(outputs)) return;
+  for (const char* key : {"loss", "metrics"}) {
+    if (const Node* n = model->find(key); given(n))
+      out.push_back({n->loc, child_path("model", key),
+                     std::string("given together with model.outputs; expected the ") + key +
+                         " of each output under outputs (model." + key + " is the one-output shorthand)"});
+  }
+  if (outputs->is_mapping() && outputs->entries.empty())
+    out.push_back({outputs->loc, "model.outputs",
+                   "has no output; expected one or more, e.g. {predictions: {loss: sparse_softmax_cross_entropy}}"});
 }
 
 }  // namespace
@@ -226,6 +255,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   check_exclusive(root.find("run"), "run", "save_checkpoints_steps", "save_checkpoints_secs", out);
   check_layer_names(root, out);
   check_model_inputs(root, out);
+  check_model_outputs(root, out);
   check_devices(root, out);
   check_export(root, out);
   check_warm_start(root, out);

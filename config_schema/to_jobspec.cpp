@@ -338,6 +338,16 @@ void read_model(const Section& s, ModelSpec& m) {
   name_layers(m.layers);
   s.read("loss", m.loss);
   s.read("metrics", m.metrics);
+  if (const Node* outputs = s.get("outputs")) {
+    for (const auto& [k, v] : outputs->entries) {
+      ModelOutputSpec out{k.text, "", k.text, 1.0, {}, k.loc.str()};
+      Section(&v).read("loss", out.loss);
+      Section(&v).read("labels", out.labels);
+      Section(&v).read("weight", out.weight);
+      Section(&v).read("metrics", out.metrics);
+      m.outputs.push_back(std::move(out));
+    }
+  }
 }
 
 void read_optimizer(const Section& s, OptimizerSpec& o) {

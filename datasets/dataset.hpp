@@ -34,6 +34,9 @@ struct Batch {
   std::vector<Tensor> extra_features{};
   // Streaming inputs: the input's position after this batch; null otherwise.
   std::shared_ptr<const InputState> state{};
+  // The labels of the model's other outputs (model.outputs after the first),
+  // each (B, its label shape...), by the same rows; empty for one output.
+  std::vector<Tensor> extra_labels{};
   int64_t size() const { return features.empty() ? 0 : features.dim(0); }
 };
 
@@ -66,6 +69,8 @@ class Input {
   // Shape and element type of each of extra_features (none for one input).
   virtual std::vector<Shape> extra_feature_shapes() const { return {}; }
   virtual std::vector<DType> extra_feature_dtypes() const { return {}; }
+  // Shape of each of extra_labels (none for one output).
+  virtual std::vector<Shape> extra_label_shapes() const { return {}; }
   // How the input resolved settings the caller may want to print (e.g. the
   // shard policy "auto" chose); "" when there is nothing to say. The input
   // itself prints nothing.

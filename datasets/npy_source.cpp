@@ -150,27 +150,49 @@ Result<SourcePtr> load_npy_source(const DataSourceSpec& spec, const SourceContex
 }
 
 // An npz archive of one array per model input, each named like its input
-// and kept in its own shape (N, shape...), and the labels array.
-Result<SourcePtr> load_named_inputs(const ZipArchive& zip, const DataSourceSpec& spec, const SourceContext& ctx,
+// (or, for one input, the features array) and kept in its own shape
+// (N, shape...), and one labels array per output, named by the output's
+// labels (or, for one output, the labels array).
+Result<SourcePtr> load_named_arrays(const ZipArchive& zip, const DataSourceSpec& spec, const SourceContext& ctx,
                                     const std::string& path) {
-  const std::string lname = spec.labels_array + ".npy";
-  auto lbytes = read_zip_member(zip, lname);
-  if (!lbytes) return lbytes.error();
-  auto labels = parse_npy(*lbytes, path + ": " + lname);
-  if (!labels) return labels.error();
-  if (labels->shape.empty() || labels->shape.size() > 2) {
-    return data_error(fmt::format("{}: {}: labels need shape (N) or (N, k) but shape is {}", path, lname,
-                                  shape_str(labels->shape)));
+  std::vector<Tensor> labels;
+  std::string first_labels;  // the member giving the example count
+  const bool named_labels = ctx.label_names.size() > 1;
+  const std::vector<std::string> label_names = named_labels ? ctx.label_names : std::vector<std::string>{spec.labels_array};
+  for (size_t j = 0; j < label_names.size(); ++j) {
+    const std::string lname = label_names[j] + ".npy";
+    auto lbytes = read_zip_member(zip, lname);
+    if (!lbytes && named_labels) {
+      return data_error(fmt::format("{}model.outputs.{}: labels \"{}\": {} (an npz source gives each output the "
+                                    "array named by its labels)",
+                                    ctx.prefix, ctx.outputs[j], label_names[j], lbytes.error().message));
+    }
+    if (!lbytes) return lbytes.error();
+    auto array = parse_npy(*lbytes, path + ": " + lname);
+    if (!array) return array.error();
+    if (array->shape.empty() || (!named_labels && array->shape.size() > 2)) {
+      return data_error(fmt::format("{}: {}: labels need shape (N) or (N, k) but shape is {}", path, lname,
+                                    shape_str(array->shape)));
+    }
+    if (!labels.empty() && array->shape[0] != labels[0].dim(0)) {
+      return data_error(fmt::format("{}: {} has {} examples but {} has {} labels", path, lname, array->shape[0],
+                                    first_labels, labels[0].dim(0)));
+    }
+    if (labels.empty()) first_labels = lname;
+    labels.push_back(Tensor::from(array->shape, array->values));
   }
+  const int64_t n = labels[0].dim(0);
+  const bool named_inputs = ctx.inputs.size() > 1;
   std::vector<Tensor> features;
-  for (const std::string& input : ctx.inputs) {
+  for (const std::string& input : named_inputs ? ctx.inputs : std::vector<std::string>{spec.features_array}) {
     const std::string member = input + ".npy";
     auto bytes = read_zip_member(zip, member);
-    if (!bytes) {
+    if (!bytes && named_inputs) {
       return data_error(fmt::format("{}model input \"{}\": {} (an npz source gives each model input the array of "
                                     "its name)",
                                     ctx.prefix, input, bytes.error().message));
     }
+    if (!bytes) return bytes.error();
     auto array = parse_npy(*bytes, path + ": " + member);
     if (!array) return array.error();
     if (array->shape.size() < 2) {
@@ -178,13 +200,13 @@ Result<SourcePtr> load_named_inputs(const ZipArchive& zip, const DataSourceSpec&
                                     "shape...) but its shape is {}",
                                     path, member, input, shape_str(array->shape)));
     }
-    if (array->shape[0] != labels->shape[0]) {
-      return data_error(fmt::format("{}: {} has {} examples but {} has {} labels", path, member, array->shape[0], lname,
-                                    labels->shape[0]));
+    if (array->shape[0] != n) {
+      return data_error(fmt::format("{}: {} has {} examples but {} has {} labels", path, member, array->shape[0],
+                                    first_labels, n));
     }
     features.push_back(Tensor::from(array->shape, array->values));
   }
-  return make_tensor_source(std::move(features), Tensor::from(labels->shape, labels->values), path, {0});
+  return make_tensor_source(std::move(features), std::move(labels), path, {0});
 }
 
 Result<SourcePtr> load_npz_source(const DataSourceSpec& spec, const SourceContext& ctx) {
@@ -192,7 +214,7 @@ Result<SourcePtr> load_npz_source(const DataSourceSpec& spec, const SourceContex
   const std::string path = resolve_source_path(spec.path, ctx.base_dir);
   auto zip = open_zip(path);
   if (!zip) return zip.error();
-  if (ctx.inputs.size() > 1) return load_named_inputs(*zip, spec, ctx, path);
+  if (ctx.inputs.size() > 1 || ctx.label_names.size() > 1) return load_named_arrays(*zip, spec, ctx, path);
   const std::string fname = spec.features_array + ".npy", lname = spec.labels_array + ".npy";
   auto fbytes = read_zip_member(*zip, fname);
   if (!fbytes) return fbytes.error();

@@ -109,6 +109,7 @@ class PipelineInput final : public Input {
   Shape feature_shape() const override { return source_->feature_shape(); }
   DType feature_dtype() const override { return features_; }
   std::vector<Shape> extra_feature_shapes() const override { return source_->extra_feature_shapes(); }
+  std::vector<Shape> extra_label_shapes() const override { return source_->extra_label_shapes(); }
   std::vector<DType> extra_feature_dtypes() const override { return extra_dtypes_; }
   Shape label_shape() const override { return map_.label_shape(); }
   std::string describe() const override { return description_; }
@@ -178,6 +179,11 @@ class PipelineInput final : public Input {
       shape.insert(shape.begin(), b);
       out.extra_features.push_back(Tensor::zeros(shape, extra_dtypes_[k], kHost));
     }
+    const std::vector<Shape> label_shapes = source_->extra_label_shapes();
+    for (Shape shape : label_shapes) {
+      shape.insert(shape.begin(), b);
+      out.extra_labels.emplace_back(shape);
+    }
     std::vector<Status> status(static_cast<size_t>(chunks));
     pool_->run(chunks, [&](int c) {
       const int64_t lo = b * c / chunks, hi = b * (c + 1) / chunks;
@@ -194,6 +200,10 @@ class PipelineInput final : public Input {
         for (size_t k = 0; k < extra_row_bytes.size(); ++k) {
           std::memcpy(static_cast<char*>(out.extra_features[k].raw()) + static_cast<size_t>(lo) * extra_row_bytes[k],
                       part->extra_features[k].raw(), static_cast<size_t>(hi - lo) * extra_row_bytes[k]);
+        }
+        for (size_t k = 0; k < label_shapes.size(); ++k) {
+          const int64_t row = num_elements(label_shapes[k]);
+          std::copy_n(part->extra_labels[k].data(), (hi - lo) * row, out.extra_labels[k].data() + lo * row);
         }
       } catch (const ErrorException& e) {
         status[static_cast<size_t>(c)] = e.error;
@@ -301,6 +311,11 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
   parts.threads = MapPool::resolve_threads(spec.num_parallel_calls);
   parts.features = source->feature_dtype() == DType::f32 ? options.feature_dtype : source->feature_dtype();
   const size_t extra = source->extra_feature_shapes().size();
+  if (const size_t outs = source->extra_label_shapes().size(); outs > 0 && !spec.map.empty()) {
+    return config_error(fmt::format("{}map: its operations apply to one labels tensor, but the model has {} outputs; "
+                                    "prepare the data before writing it",
+                                    prefix, outs + 1));
+  }
   if (extra > 0 && !spec.map.empty()) {
     return config_error(fmt::format("{}map: its operations apply to one features tensor, but the model has {} inputs; "
                                     "prepare the inputs before writing the data",
@@ -363,7 +378,7 @@ Result<std::unique_ptr<Input>> make_input(const DataSourceSpec& spec, const Inpu
                         "already)");
   }
   auto source = load_source(spec, SourceContext{options.base_dir, message_prefix(spec, options), options.vocabulary,
-                                                options.input_names});
+                                                options.input_names, options.output_names, options.label_names});
   if (!source) return source.error();
   return make_pipeline(std::move(source.value()), spec, options);
 }

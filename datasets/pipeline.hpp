@@ -38,6 +38,11 @@ struct InputOptions {
   // (converted as feature_dtype is). Empty: one input.
   std::vector<std::string> input_names{};
   std::vector<DType> extra_feature_dtypes{};
+  // A model of several outputs: their names and their labels' names in the
+  // data, in order (the first gives the batches' labels, the others their
+  // extra_labels; see SourceContext::outputs). Empty: one output.
+  std::vector<std::string> output_names{};
+  std::vector<std::string> label_names{};
 };
 
 // Loads the source (reading whole files: MNIST-sized data fits in memory) and

@@ -25,6 +25,8 @@ struct SourceFormat {
   std::optional<ExampleShapes> (*shapes)(const DataSourceSpec&);
   // How the format gives several model inputs by name; nullptr: it cannot.
   const char* named_inputs = nullptr;
+  // How the format gives labels per output by name; nullptr: it cannot.
+  const char* named_labels = nullptr;
 };
 
 // One row per format; the only place a format name is looked up.
@@ -35,15 +37,17 @@ constexpr SourceFormat kSourceFormats[] = {
     {"synthetic_sequence", &make_sequence_task_source, &sequence_task_shapes},
     {"tfrecord", &load_tfrecord_source, nullptr, "features named like the inputs"},
     {"npy", &load_npy_source, nullptr},
-    {"npz", &load_npz_source, nullptr, "arrays named like the inputs"},
+    {"npz", &load_npz_source, nullptr, "arrays named like the inputs", "arrays named by each output's labels"},
     {"text", &load_text_source, &text_shapes},
 };
 
 class TensorSource final : public ExampleSource {
  public:
-  TensorSource(std::vector<Tensor> features, Tensor labels, std::string name, std::vector<int64_t> file_starts)
+  TensorSource(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
+               std::vector<int64_t> file_starts)
       : features_(std::move(features)),
-        labels_(std::move(labels)),
+        labels_(std::move(labels[0])),
+        extra_labels_(std::make_move_iterator(labels.begin() + 1), std::make_move_iterator(labels.end())),
         name_(std::move(name)),
         file_starts_(std::move(file_starts)) {}
 
@@ -55,12 +59,18 @@ class TensorSource final : public ExampleSource {
     for (size_t k = 1; k < features_.size(); ++k) out.push_back(example_shape(features_[k]));
     return out;
   }
+  std::vector<Shape> extra_label_shapes() const override {
+    std::vector<Shape> out;
+    for (const Tensor& l : extra_labels_) out.push_back(example_shape(l));
+    return out;
+  }
   std::string describe() const override { return name_; }
   std::vector<int64_t> file_starts() const override { return file_starts_; }
 
   Batch gather(const std::vector<int64_t>& indices, float scale) const override {
     Batch out{gather_rows(features_[0], indices, scale), gather_rows(labels_, indices, 1.0f), indices};
     for (size_t k = 1; k < features_.size(); ++k) out.extra_features.push_back(gather_rows(features_[k], indices, scale));
+    for (const Tensor& l : extra_labels_) out.extra_labels.push_back(gather_rows(l, indices, 1.0f));
     return out;
   }
 
@@ -86,6 +96,7 @@ class TensorSource final : public ExampleSource {
 
   std::vector<Tensor> features_;  // each (N, its shape...); [0] the first input
   Tensor labels_;                 // (N, label shape...)
+  std::vector<Tensor> extra_labels_;  // the other outputs' labels, each (N, its shape...)
   std::string name_;
   std::vector<int64_t> file_starts_;  // ExampleSource::file_starts()
 };
@@ -106,8 +117,24 @@ Status check_source_inputs(const DataSourceSpec& spec, const std::vector<std::st
                                   prefix, spec.format, inputs.size(), names, can));
 }
 
+Status check_source_outputs(const DataSourceSpec& spec, const std::vector<std::string>& outputs,
+                            const std::string& prefix) {
+  if (outputs.size() < 2) return Status::Ok();
+  std::string can;
+  for (const SourceFormat& f : kSourceFormats) {
+    if (spec.format == f.name && f.named_labels != nullptr) return Status::Ok();
+    if (f.named_labels != nullptr) can += fmt::format("{}{} ({})", can.empty() ? "" : " or ", f.name, f.named_labels);
+  }
+  std::string names;
+  for (const std::string& n : outputs) names += (names.empty() ? "" : ", ") + n;
+  return config_error(fmt::format("{}format {} gives each example one labels tensor, but the model has {} outputs ({}); "
+                                  "use format {}",
+                                  prefix, spec.format, outputs.size(), names, can));
+}
+
 Result<SourcePtr> load_source(const DataSourceSpec& spec, const SourceContext& ctx) {
   if (Status s = check_source_inputs(spec, ctx.inputs, ctx.prefix); !s) return s.error();
+  if (Status s = check_source_outputs(spec, ctx.outputs, ctx.prefix); !s) return s.error();
   std::string known;
   for (const SourceFormat& f : kSourceFormats) {
     if (spec.format == f.name) return f.load(spec, ctx);
@@ -141,9 +168,17 @@ SourcePtr make_tensor_source(Tensor features, Tensor labels, std::string name, s
 
 SourcePtr make_tensor_source(std::vector<Tensor> features, Tensor labels, std::string name,
                              std::vector<int64_t> file_starts) {
+  std::vector<Tensor> all;
+  all.push_back(std::move(labels));
+  return make_tensor_source(std::move(features), std::move(all), std::move(name), std::move(file_starts));
+}
+
+SourcePtr make_tensor_source(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
+                             std::vector<int64_t> file_starts) {
   assert(!file_starts.empty() && file_starts[0] == 0 && std::is_sorted(file_starts.begin(), file_starts.end()));
-  assert(!features.empty());
-  for ([[maybe_unused]] const Tensor& f : features) assert(f.dim(0) == labels.dim(0));
+  assert(!features.empty() && !labels.empty());
+  for ([[maybe_unused]] const Tensor& f : features) assert(f.dim(0) == labels[0].dim(0));
+  for ([[maybe_unused]] const Tensor& l : labels) assert(l.dim(0) == labels[0].dim(0));
   return std::make_shared<TensorSource>(std::move(features), std::move(labels), std::move(name), std::move(file_starts));
 }
 

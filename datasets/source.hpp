@@ -29,12 +29,16 @@ class ExampleSource {
   // The shapes of gather()'s extra_features (the model's inputs after the
   // first, SourceContext::inputs); empty for sources of one features tensor.
   virtual std::vector<Shape> extra_feature_shapes() const { return {}; }
+  // The label shapes of the model's outputs after the first
+  // (SourceContext::label_names); empty for sources of one labels tensor.
+  virtual std::vector<Shape> extra_label_shapes() const { return {}; }
   // What to call the data in messages: the file name, or "synthetic data".
   virtual std::string describe() const = 0;
   // The examples `indices` (each in [0, size())), in that order:
   //   features (B, feature_shape...) multiplied by `scale`,
   //   labels   (B, label_shape...), ids = indices,
-  //   extra_features (B, extra_feature_shapes()[k]...) multiplied by `scale`.
+  //   extra_features (B, extra_feature_shapes()[k]...) multiplied by `scale`,
+  //   extra_labels (B, extra_label_shapes()[k]...).
   virtual Batch gather(const std::vector<int64_t>& indices, float scale) const = 0;
   // The first example of each file the examples come from, ascending, starting
   // with 0 (file f holds examples file_starts()[f] .. the next start - 1, the
@@ -58,6 +62,11 @@ struct SourceContext {
   // gives each example one tensor per input, found by name (npz arrays,
   // tf.Example features); empty: one input, the source's usual features.
   std::vector<std::string> inputs{};
+  // The model's outputs when it has several (model.outputs): their names and
+  // the names of their labels in the data (npz arrays); empty: one output,
+  // the source's usual labels.
+  std::vector<std::string> outputs{};
+  std::vector<std::string> label_names{};
 };
 
 // A kConfig error ("<prefix>format idx gives ...") when the model has several
@@ -66,6 +75,11 @@ struct SourceContext {
 // callers use it to refuse a job before any data is read.
 Status check_source_inputs(const DataSourceSpec& spec, const std::vector<std::string>& inputs,
                            const std::string& prefix);
+
+// The same for several outputs (`outputs`, as SourceContext::outputs): a
+// kConfig error when spec's format cannot give labels per output by name.
+Status check_source_outputs(const DataSourceSpec& spec, const std::vector<std::string>& outputs,
+                            const std::string& prefix);
 
 // Loaders, one per format (one file each). Malformed files give kData errors
 // naming the file; a spec that does not fit good data (unknown column, bad
@@ -109,6 +123,10 @@ SourcePtr make_tensor_source(Tensor features, Tensor labels, std::string name, s
 // The same for several inputs: features[0] is gather()'s features, the
 // others its extra_features. REQUIRES: every tensor has labels.dim(0) rows.
 SourcePtr make_tensor_source(std::vector<Tensor> features, Tensor labels, std::string name,
+                             std::vector<int64_t> file_starts);
+// The same for several outputs: labels[0] is gather()'s labels, the others
+// its extra_labels. REQUIRES: every tensor has the same number of rows.
+SourcePtr make_tensor_source(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
                              std::vector<int64_t> file_starts);
 
 // Rows of concatenated inputs, `rows` (N, sum of the shapes' sizes) in

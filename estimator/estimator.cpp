@@ -1,6 +1,7 @@
 // Estimator set-up, checkpoint restore/save and the shape checks between the
 // model and its data.
 #include "estimator/estimator.hpp"
+#include "estimator/model_outputs.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -68,6 +69,11 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
   for (const auto& [role, spec] : roles) {
     if (!*spec) continue;
     const std::string prefix = ((*spec)->where.empty() ? "" : (*spec)->where + ": ") + "data." + role + ": ";
+    if (program.outputs.size() > 1) {
+      InputOptions names;
+      set_model_outputs(names, program);
+      if (Status s = check_source_outputs(**spec, names.output_names, prefix); !s) return s;
+    }
     if (program.model->num_inputs() > 1) {
       InputOptions names;
       set_model_inputs(names, *program.model);
@@ -82,7 +88,7 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
     if (Status s = check_example_features(prefix, shapes->features, shapes->features_dtype, *program.model); !s) {
       return s;
     }
-    if (Status s = program.loss->check_shapes(program.model->output_shape(), shapes->labels); !s) {
+    if (Status s = program.outputs[0].loss->check_shapes(program.model->output_shape(), shapes->labels); !s) {
       return config_error(prefix + s.error().message);
     }
   }
@@ -151,7 +157,7 @@ Result<int64_t> Estimator::global_batch(const DataSourceSpec& d, const char* rol
 
 Status Estimator::check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const {
   Status s = program_.model->check_input(b.features, b.extra_features);
-  if (s && job_.model.loss == "sparse_softmax_cross_entropy") s = check_labels(b.labels, program_.model->output_shape());
+  if (s) s = check_batch_labels(b, program_);
   if (s) return s;
   return data_error(fmt::format("{}: {}: {} (examples {}..{} of the source)", spec.where, role, s.error().message,
                                 b.ids.empty() ? 0 : b.ids.front(), b.ids.empty() ? 0 : b.ids.back()));

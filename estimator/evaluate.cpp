@@ -13,6 +13,7 @@
 #include "engine/io/file_util.hpp"
 #include "estimator/early_stopping.hpp"
 #include "estimator/estimator.hpp"
+#include "estimator/model_outputs.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
 
@@ -33,6 +34,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   if (!batch) return batch.error();
   InputOptions input_options{job_.base_dir, *batch, job_.run.seed, "data.eval"};
   set_model_inputs(input_options, *program_.model);
+  set_model_outputs(input_options, program_);
   if (spec.format == "text") {
     auto vocabulary = evaluation_vocabulary();
     if (!vocabulary) return vocabulary.error();
@@ -44,9 +46,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   if (Status s = check_input_features(spec.where + ": data.eval: ", **input, *program_.model); !s) {
     return s.error();
   }
-  if (Status s = program_.loss->check_shapes(program_.model->output_shape(), (*input)->label_shape()); !s) {
-    return config_error(fmt::format("{}: model.loss: {}", job_.source_path, s.error().message));
-  }
+  if (Status s = check_label_shapes(**input, program_, job_.source_path); !s) return s.error();
   log_threads();
   StepOutput total;
   total.metric_state.assign(program_.metric_state_size(), 0.0);
@@ -64,11 +64,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   r.global_step = global_step_;
   r.examples = total.examples;
   r.checkpoint = checkpoint_name;
-  r.metrics.emplace_back("loss", total.loss_sum / static_cast<double>(total.examples));
-  for (size_t i = 0; i < program_.metrics.size(); ++i) {
-    r.metrics.emplace_back(program_.metrics[i]->name(),
-                           program_.metrics[i]->result(program_.metric_state(total.metric_state, i)));
-  }
+  r.metrics = output_scalars(program_, total);
   log_.eval(r.global_step, r.metrics, checkpoint_name);
   if (Status s = write_eval_outputs(r); !s) return s.error();
   return r;

@@ -1,5 +1,6 @@
 // Prediction: model outputs (softmax/sigmoid probabilities or raw values) for
-// every example of an input file, in input order, to .npy or .csv.
+// every example of an input file, in input order, to .npy or .csv (one file
+// per output for a model of several outputs).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,6 +37,15 @@ Status write_csv(const std::string& path, const Tensor& pred) {
   }
   if (!f) return runtime_error(fmt::format("cannot write {}", path));
   return Status::Ok();
+}
+
+// Where output j's predictions go: `path` itself for a model of one output,
+// else P.LAYER.npy for path P.npy (P.LAYER.csv for P.csv), one per output.
+std::string output_file(const std::string& path, const Model& model, size_t j) {
+  const auto& outputs = model.outputs();
+  if (outputs.size() == 1 && outputs[0].where.empty()) return path;
+  const size_t dot = path.size() - 4;  // ".npy" or ".csv", checked first
+  return path.substr(0, dot) + "." + outputs[j].name + path.substr(dot);
 }
 
 }  // namespace
@@ -111,10 +121,13 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   if (!restored) return restored.error();
   const std::string& path = *restored;
   const int64_t bs = job_.data.predict ? job_.data.predict->batch_size : 256;
-  Shape out_shape = {n};
-  out_shape.insert(out_shape.end(), program_.model->output_shape().begin(), program_.model->output_shape().end());
-  Tensor out(out_shape);
-  const int64_t row = num_elements(program_.model->output_shape());
+  // One tensor per output (model.outputs, or the one output).
+  std::vector<Tensor> outs;
+  for (const ModelOutput& o : model.outputs()) {
+    Shape out_shape = {n};
+    out_shape.insert(out_shape.end(), o.shape.begin(), o.shape.end());
+    outs.emplace_back(out_shape);
+  }
   for (int64_t b = 0; b < n; b += bs) {
     const int64_t e = std::min(n, b + bs);
     Batch batch;
@@ -123,13 +136,18 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
     if (Status s = model.check_input(batch.features, batch.extra_features); !s) {
       return data_error(fmt::format("{}: {} (examples {}..{} of the file)", input_path, s.error().message, b, e - 1));
     }
-    Tensor p = strategy_->predict_step(batch);
-    std::copy(p.data(), p.data() + p.numel(), out.data() + b * row);
+    const std::vector<Tensor> p = strategy_->predict_outputs(batch);
+    for (size_t j = 0; j < outs.size(); ++j) outs[j].rows(b, e).copy_from(p[j]);
   }
-  Status s = ends_with(output_path, ".npy") ? write_npy(output_path, out) : write_csv(output_path, out);
-  if (!s) return s;
+  std::string written;
+  for (size_t j = 0; j < outs.size(); ++j) {
+    const std::string file = output_file(output_path, model, j);
+    Status s = ends_with(file, ".npy") ? write_npy(file, outs[j]) : write_csv(file, outs[j]);
+    if (!s) return s;
+    written += (written.empty() ? "" : ", ") + file;
+  }
   log_threads();
-  log_.info(fmt::format("wrote {} predictions to {} (checkpoint {})", n, output_path, path));
+  log_.info(fmt::format("wrote {} predictions to {} (checkpoint {})", n, written, path));
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@
 #include "estimator/accumulation.hpp"
 #include "estimator/early_stopping.hpp"
 #include "estimator/estimator.hpp"
+#include "estimator/model_outputs.hpp"
 #include "estimator/profile_report.hpp"
 #include "estimator/warm_start.hpp"
 #include "strategies/cluster_runtime.hpp"
@@ -146,6 +147,7 @@ Status Estimator::train(bool evaluate_during) {
   ProfileWindow profile(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
   InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
   set_model_inputs(input_options, *program_.model);
+  set_model_outputs(input_options, program_);
   input_options.num_workers = strategy_->num_workers();
   input_options.worker_index = strategy_->worker_index();
   input_options.vocabulary = vocabulary_;
@@ -154,9 +156,7 @@ Status Estimator::train(bool evaluate_during) {
   if (Status s = check_input_features(train_spec.where + ": data.train: ", **input, *program_.model); !s) {
     return s;
   }
-  if (Status s = program_.loss->check_shapes(program_.model->output_shape(), (*input)->label_shape()); !s) {
-    return config_error(fmt::format("{}: model.loss: {}", job_.source_path, s.error().message));
-  }
+  if (Status s = check_label_shapes(**input, program_, job_.source_path); !s) return s;
   // A streaming input continues from its saved state; without one (a worker
   // other than the chief, an older checkpoint) it replays the batches' records.
   if (Status s = (*input)->restore_state(restored_input_position_, chief ? restored_input_state_ : ""); !s) return s;
@@ -355,12 +355,8 @@ Status Estimator::train(bool evaluate_during) {
       window_comm = window_exposed = 0;
     }
     if (train_writer_ && (crossed(run.save_summary_steps) || last)) {
-      std::vector<std::pair<std::string, double>> s = {
-          {"loss", summary_acc.loss_sum / static_cast<double>(summary_acc.examples)}, {"learning_rate", lr}};
-      for (size_t i = 0; i < program_.metrics.size(); ++i) {
-        s.emplace_back(program_.metrics[i]->name(),
-                       program_.metrics[i]->result(program_.metric_state(summary_acc.metric_state, i)));
-      }
+      std::vector<std::pair<std::string, double>> s = output_scalars(program_, summary_acc);
+      s.insert(s.begin() + 1, {"learning_rate", lr});
       if (Status st = train_writer_->scalars(global_step_, s); !st) return st;
       if (Status st = train_writer_->flush(); !st) return st;
       summary_acc = StepOutput{};

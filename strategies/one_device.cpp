@@ -30,11 +30,8 @@ StepOutput OneDeviceStrategy::eval_step(const Batch& batch) {
   return run_replica(program_, replica_, batch, 0, batch.size(), 0, false, 1.0f);
 }
 
-Tensor OneDeviceStrategy::predict_step(const Batch& batch) {
-  ForwardContext ctx{false, program_.seed, 0, 0, &replica_.ctx};
-  const Tensor x = on_replica(replica_, replica_.features, batch.features);
-  const std::vector<Tensor> extra = extra_on_replica(replica_, batch, 0, batch.size());
-  return program_.loss->predictions(program_.model->forward(ctx, replica_, x, extra).to_host());
+std::vector<Tensor> OneDeviceStrategy::predict_outputs(const Batch& batch) {
+  return predict_replica(program_, replica_, batch, 0, batch.size());
 }
 
 }  // namespace dtrain

@@ -19,7 +19,7 @@ class OneDeviceStrategy final : public Strategy {
   Status restore(const CheckpointData& ckpt) override;
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
   StepOutput eval_step(const Batch& batch) override;
-  Tensor predict_step(const Batch& batch) override;
+  std::vector<Tensor> predict_outputs(const Batch& batch) override;
 
  private:
   Program& program_;

@@ -12,15 +12,39 @@ Result<Program> make_program(const JobSpec& job) {
   auto model = Model::build(job.model);
   if (!model) return model.error();
   p.model = std::move(*model);
-  auto loss = make_loss(job.model.loss);
-  if (!loss) return config_error(fmt::format("{}: model.loss: {}", job.source_path, loss.error().message));
-  p.loss = std::move(*loss);
   p.metric_offsets.push_back(0);
-  for (const std::string& name : job.model.metrics) {
-    auto m = make_metric(name, job.model.loss);
-    if (!m) return config_error(fmt::format("{}: model.metrics: {}", job.source_path, m.error().message));
-    p.metric_offsets.push_back(p.metric_offsets.back() + (*m)->state_size(p.model->output_shape()));
-    p.metrics.push_back(std::move(*m));
+  auto add_metric = [&p](std::unique_ptr<Metric> m, std::string tag, const Shape& shape) {
+    p.metric_offsets.push_back(p.metric_offsets.back() + m->state_size(shape));
+    p.metrics.push_back(std::move(m));
+    p.metric_tags.push_back(std::move(tag));
+  };
+  if (job.model.outputs.empty()) {
+    auto loss = make_loss(job.model.loss);
+    if (!loss) return config_error(fmt::format("{}: model.loss: {}", job.source_path, loss.error().message));
+    p.outputs.push_back({"", std::move(*loss), 1.0f, "", "", 0, job.model.metrics.size()});
+    for (const std::string& name : job.model.metrics) {
+      auto m = make_metric(name, job.model.loss);
+      if (!m) return config_error(fmt::format("{}: model.metrics: {}", job.source_path, m.error().message));
+      std::string tag = (*m)->name();  // the tag a one-output job always had
+      add_metric(std::move(*m), std::move(tag), p.model->output_shape());
+    }
+  }
+  for (size_t j = 0; j < job.model.outputs.size(); ++j) {
+    const ModelOutputSpec& o = job.model.outputs[j];
+    const std::string at = fmt::format("{}: model.outputs.{}", o.where, o.name);
+    auto loss = make_loss(o.loss);
+    if (!loss) return config_error(fmt::format("{}.loss: {}", at, loss.error().message));
+    const Shape& shape = p.model->outputs()[j].shape;
+    p.outputs.push_back({o.name, std::move(*loss), static_cast<float>(o.weight), o.labels, o.where, p.metrics.size(),
+                         o.metrics.size() + 1});
+    auto mean = make_metric("mean_loss", o.loss);
+    if (!mean) return config_error(fmt::format("{}: {}", at, mean.error().message));
+    add_metric(std::move(*mean), "loss/" + o.name, shape);
+    for (const std::string& name : o.metrics) {
+      auto m = make_metric(name, o.loss);
+      if (!m) return config_error(fmt::format("{}.metrics: {}", at, m.error().message));
+      add_metric(std::move(*m), o.name + "_" + name, shape);
+    }
   }
   p.optimizer_spec = job.optimizer;
   auto opt = make_optimizer(job.optimizer);

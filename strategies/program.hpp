@@ -17,10 +17,25 @@
 
 namespace dtrain {
 
+// One output of the model with its loss and metrics (model.outputs' entries,
+// in the order of Model::outputs(); one for the model.loss shorthand).
+struct ProgramOutput {
+  std::string name;  // the summary prefix (loss/NAME, NAME_accuracy); "" for the shorthand
+  std::unique_ptr<Loss> loss;
+  float weight = 1.0f;   // the total loss is the sum of weight x loss
+  std::string labels;    // the data's name of its labels ("" for the shorthand: the source's labels)
+  std::string where;     // "job.yaml:9:5" of its key ("" for the shorthand)
+  // Its metrics: Program::metrics[first_metric, first_metric + num_metrics).
+  // With model.outputs the first is a mean_loss tagged loss/NAME.
+  size_t first_metric = 0, num_metrics = 0;
+};
+
 struct Program {
   std::unique_ptr<Model> model;
-  std::unique_ptr<Loss> loss;
-  std::vector<std::unique_ptr<Metric>> metrics;
+  // At least one; outputs[0].loss is the loss of a one-output model.
+  std::vector<ProgramOutput> outputs;
+  std::vector<std::unique_ptr<Metric>> metrics;  // every output's, in output order
+  std::vector<std::string> metric_tags;          // metrics[i]'s summary tag ("accuracy", "class_accuracy")
   std::vector<size_t> metric_offsets;  // metric i's state starts here; back() = total size
   OptimizerSpec optimizer_spec;
   std::unique_ptr<Optimizer> optimizer;

@@ -38,32 +38,63 @@ std::vector<Tensor> extra_on_replica(ReplicaState& rs, const Batch& batch, int64
   return out;
 }
 
+std::vector<Tensor> extra_labels_on_replica(ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end) {
+  rs.extra_labels.resize(batch.extra_labels.size());
+  std::vector<Tensor> out;
+  out.reserve(batch.extra_labels.size());
+  for (size_t k = 0; k < batch.extra_labels.size(); ++k) {
+    out.push_back(on_replica(rs, rs.extra_labels[k], batch.extra_labels[k].rows(begin, end)));
+  }
+  return out;
+}
+
+std::vector<Tensor> predict_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
+                                    int64_t end) {
+  ForwardContext ctx{false, program.seed, 0, begin, &rs.ctx};
+  const Tensor x = on_replica(rs, rs.features, batch.features.rows(begin, end));
+  const std::vector<Tensor> extra = extra_on_replica(rs, batch, begin, end);
+  program.model->forward(ctx, rs, x, extra);
+  std::vector<Tensor> out;
+  for (size_t j = 0; j < program.outputs.size(); ++j) {
+    out.push_back(program.outputs[j].loss->predictions(program.model->output(rs, j).to_host()));
+  }
+  return out;
+}
+
 StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end,
                        int64_t step, bool training, float grad_scale, const std::function<void(size_t)>& layer_done) {
   StepOutput out;
   out.metric_state.assign(program.metric_state_size(), 0.0);
   if (end <= begin) return out;  // an empty shard (a final batch smaller than the replicas)
-  const Tensor host_y = batch.labels.rows(begin, end);
+  const size_t n = program.outputs.size();
+  assert(batch.extra_labels.size() + 1 == n);
   const Tensor x = on_replica(rs, rs.features, batch.features.rows(begin, end));
-  const Tensor y = on_replica(rs, rs.labels, host_y);
   const std::vector<Tensor> extra = extra_on_replica(rs, batch, begin, end);
+  std::vector<Tensor> ys = extra_labels_on_replica(rs, batch, begin, end);
+  ys.insert(ys.begin(), on_replica(rs, rs.labels, batch.labels.rows(begin, end)));
   ForwardContext ctx{training, program.seed, step, batch.offset + begin, &rs.ctx,
                      training ? rs.cross_replica : nullptr, program.profiler};
-  const Tensor& logits = program.model->forward(ctx, rs, x, extra);
-  Tensor dlogits;
-  std::optional<ProfileScope> loss_scope;  // the loss, its gradient and the metrics
+  program.model->forward(ctx, rs, x, extra);
+  std::vector<Tensor> doutputs(n);
+  std::optional<ProfileScope> loss_scope;  // the losses, their gradients and the metrics
   if (program.profiler) loss_scope.emplace(program.profiler, "loss");
-  out.loss_sum = program.loss->forward_backward(logits, y, training ? &dlogits : nullptr, grad_scale, rs.ctx);
-  out.examples = end - begin;
-  if (!program.metrics.empty()) {
-    // Metrics count on the host, from a host copy of the (B, classes) output.
+  for (size_t j = 0; j < n; ++j) {
+    const ProgramOutput& o = program.outputs[j];
+    const Tensor& logits = program.model->output(rs, j);
+    const double loss_sum =
+        o.loss->forward_backward(logits, ys[j], training ? &doutputs[j] : nullptr, grad_scale * o.weight, rs.ctx);
+    out.loss_sum += o.weight * loss_sum;
+    if (o.num_metrics == 0) continue;
+    // Metrics count on the host, from host copies of the output and labels.
     const Tensor host_logits = logits.to_host();
-    for (size_t i = 0; i < program.metrics.size(); ++i) {
-      program.metrics[i]->update(host_logits, host_y, out.loss_sum, program.metric_state(out.metric_state, i));
+    const Tensor host_y = j == 0 ? batch.labels.rows(begin, end) : batch.extra_labels[j - 1].rows(begin, end);
+    for (size_t i = o.first_metric; i < o.first_metric + o.num_metrics; ++i) {
+      program.metrics[i]->update(host_logits, host_y, loss_sum, program.metric_state(out.metric_state, i));
     }
   }
   loss_scope.reset();
-  if (training) program.model->backward(ctx, rs, x, dlogits, layer_done, extra);
+  out.examples = end - begin;
+  if (training) program.model->backward_outputs(ctx, rs, x, doutputs, layer_done, extra);
   return out;
 }
 

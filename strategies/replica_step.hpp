@@ -25,10 +25,20 @@ Tensor copy_on(const Tensor& t, const Device& device);
 // the first) on the replica's device, in rs.extra_features' buffers.
 std::vector<Tensor> extra_on_replica(ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end);
 
+// The same for the batch's extra_labels (the labels of the outputs after the
+// first), in rs.extra_labels' buffers.
+std::vector<Tensor> extra_labels_on_replica(ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end);
+
+// Forward (inference) on rows [begin, end) of batch: every output's
+// predictions (Loss::predictions), host tensors (end - begin, output shape...).
+std::vector<Tensor> predict_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
+                                    int64_t end);
+
 // Runs forward (and, when training, backward) on rows [begin, end) of batch,
 // whose global example offset is `begin`. grad_scale multiplies d(loss sum)
 // (1 / global batch for a mean over the global batch). Fills rs.grads when
-// training; returns the shard's loss sum, example count and metric state.
+// training; returns the shard's loss sum (the sum over outputs of weight x
+// each output's loss sum), example count and metric state.
 StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end,
                        int64_t step, bool training, float grad_scale,
                        const std::function<void(size_t)>& layer_done = {});

@@ -100,19 +100,17 @@ StepOutput ReplicatedStrategy::eval_step(const Batch& batch) {
   }));
 }
 
-Tensor ReplicatedStrategy::predict_step(const Batch& batch) {
-  Shape shape = {batch.size()};
-  const Shape& out_shape = program_.model->output_shape();
-  shape.insert(shape.end(), out_shape.begin(), out_shape.end());
-  Tensor out(shape);
+std::vector<Tensor> ReplicatedStrategy::predict_outputs(const Batch& batch) {
+  std::vector<Tensor> out;
+  for (const ModelOutput& o : program_.model->outputs()) {
+    Shape shape = {batch.size()};
+    shape.insert(shape.end(), o.shape.begin(), o.shape.end());
+    out.emplace_back(shape);
+  }
   on_shards(batch.size(), [&](int r, int64_t begin, int64_t end) {
     if (end > begin) {
-      ReplicaState& rs = replicas_[static_cast<size_t>(r)];
-      ForwardContext ctx{false, program_.seed, 0, begin, &rs.ctx};
-      const Tensor x = on_replica(rs, rs.features, batch.features.rows(begin, end));
-      const std::vector<Tensor> extra = extra_on_replica(rs, batch, begin, end);
-      const Tensor p = program_.loss->predictions(program_.model->forward(ctx, rs, x, extra).to_host());
-      out.rows(begin, end).copy_from(p);
+      const std::vector<Tensor> p = predict_replica(program_, replicas_[static_cast<size_t>(r)], batch, begin, end);
+      for (size_t j = 0; j < out.size(); ++j) out[j].rows(begin, end).copy_from(p[j]);
     }
     return StepOutput{};
   });

@@ -27,7 +27,7 @@ class ReplicatedStrategy : public Strategy {
   // Loss and metric sums over all shards, reduced in replica order.
   StepOutput eval_step(const Batch& batch) override;
   // Each replica predicts its shard; concatenated in input order.
-  Tensor predict_step(const Batch& batch) override;
+  std::vector<Tensor> predict_outputs(const Batch& batch) override;
 
  protected:
   // Runs fn(r, begin, end) on replica r's thread for its shard [begin, end)

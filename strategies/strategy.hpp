@@ -51,8 +51,11 @@ class Strategy {
   virtual StepOutput train_step(const Batch& batch, int64_t step, float lr) = 0;
   // Evaluation: loss and metric sums over the batch (training = false).
   virtual StepOutput eval_step(const Batch& batch) = 0;
-  // Predictions (B, output...) in input order.
-  virtual Tensor predict_step(const Batch& batch) = 0;
+  // Predictions of every output (B, output j's shape...) in input order,
+  // one tensor per output (Model::outputs()).
+  virtual std::vector<Tensor> predict_outputs(const Batch& batch) = 0;
+  // The first (or only) output's predictions.
+  Tensor predict_step(const Batch& batch) { return predict_outputs(batch)[0]; }
 
   // Multi-worker strategies (one process per worker). This worker's index
   // among the training tasks and their number: the input is sharded by them.

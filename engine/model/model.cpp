@@ -41,6 +41,20 @@ std::string names_str(const std::vector<std::string>& names) {
 
 }  // namespace
 
+namespace {
+std::string no_output_message(const Model& model, const std::string& name) {
+  if (model.num_outputs() == 1 && model.outputs()[0].where.empty()) {
+    return fmt::format("\"{}\" reaches no output: nothing below uses it and it is not the last layer (the model's output)",
+                       name);
+  }
+  std::string outs;
+  for (const ModelOutput& o : model.outputs()) outs += (outs.empty() ? "" : ", ") + o.name;
+  return fmt::format("\"{}\" reaches none of the outputs ({}): nothing below uses it and it is not one of "
+                     "model.outputs; add it there or remove it",
+                     name, outs);
+}
+}  // namespace
+
 Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
   auto model = std::make_unique<Model>();
   std::vector<std::string> errors;
@@ -230,10 +244,11 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
     value_of[name] = output;
   }
 
-  // Every layer must reach the output (the last layer).
-  if (!model->layers_.empty()) {
+  // Every layer must reach an output (the last layer, or one of model.outputs).
+  if (!model->layers_.empty()) model->resolve_outputs(spec, value_of, errors);
+  if (!model->layers_.empty() && errors.empty()) {
     std::vector<char> reaches(model->layers_.size(), 0);
-    reaches.back() = 1;
+    for (const ModelOutput& o : model->outputs_) reaches[o.entry] = 1;
     for (size_t k = model->layers_.size(); k-- > 0;) {
       if (!reaches[k]) continue;
       for (int in : model->layers_[k].inputs) {
@@ -259,9 +274,7 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
       if (!reaches[static_cast<size_t>(spec_output[i])] && errors.empty()) {
         const LayerSpec& ls = spec.layers[i];
         errors.push_back(fmt::format("{}: {}", place_of(ls, i),
-                                     with_note(ls, fmt::format("\"{}\" reaches no output: nothing below uses it and it is "
-                                                               "not the last layer (the model's output)",
-                                                               model->layers_[static_cast<size_t>(spec_output[i])].name))));
+                                     with_note(ls, no_output_message(*model, model->layers_[static_cast<size_t>(spec_output[i])].name))));
       }
     }
   }
@@ -270,8 +283,31 @@ Result<std::unique_ptr<Model>> Model::build(const ModelSpec& spec) {
     for (const std::string& e : errors) msg += (msg.empty() ? "" : "\n") + e;
     return config_error(msg);
   }
-  model->output_shape_ = model->layers_.empty() ? model->input_shape() : model->layers_.back().out_shape;
+  model->output_shape_ = model->layers_.empty() ? model->input_shape() : model->outputs_[0].shape;
   return model;
+}
+
+void Model::resolve_outputs(const ModelSpec& spec, const std::map<std::string, int>& value_of,
+                            std::vector<std::string>& errors) {
+  if (spec.outputs.empty()) {
+    outputs_.push_back({layers_.back().name, layers_.back().out_shape, "", layers_.size() - 1});
+    return;
+  }
+  std::vector<std::string> layer_names;
+  for (const LayerSpec& ls : spec.layers) layer_names.push_back(ls.name);
+  for (const ModelOutputSpec& o : spec.outputs) {
+    const std::string at = (o.where.empty() ? "" : o.where + ": ") + "model.outputs." + o.name + ": ";
+    auto it = value_of.find(o.name);
+    if (it == value_of.end()) {
+      errors.push_back(fmt::format("{}unknown layer \"{}\"{}; an output is a layer of model.layers", at, o.name,
+                                   did_you_mean(o.name, layer_names)));
+    } else if (is_model_input(it->second)) {
+      errors.push_back(fmt::format("{}\"{}\" is a model input; an output is a layer of model.layers", at, o.name));
+    } else {
+      const size_t entry = static_cast<size_t>(it->second);
+      outputs_.push_back({o.name, layers_[entry].out_shape, o.where, entry});
+    }
+  }
 }
 
 Status Model::check_support(const ops::Context& ctx) const {
@@ -385,6 +421,10 @@ std::string Model::graph_summary() const {
     for (size_t v = e.first_var; v < e.first_var + e.num_vars; ++v) params += num_elements(variables_[v].shape);
     std::string ins;
     for (int in : e.inputs) ins += (ins.empty() ? "" : ", ") + name_of(in);
+    for (const ModelOutput& o : outputs_) {
+      // Marked only with model.outputs: the shorthand's output is the last line.
+      if (!o.where.empty() && &layers_[o.entry] == &e) ins += fmt::format("  -> output {}", o.name);
+    }
     out += fmt::format("{:<{}}  {:<20}  {:<18}  {:>10}  {}\n", e.name, width, e.layer->type(), shape_str(e.out_shape),
                        params, ins);
   }
@@ -443,10 +483,36 @@ const Tensor& Model::forward(const ForwardContext& ctx, ReplicaState& rs, const 
 
 void Model::backward(const ForwardContext& ctx, ReplicaState& rs, const Tensor& x, const Tensor& dlogits,
                      const std::function<void(size_t)>& layer_done, std::span<const Tensor> extra) const {
+  assert(outputs_.size() == 1);
+  backward_outputs(ctx, rs, x, std::span<const Tensor>(&dlogits, 1), layer_done, extra);
+}
+
+void Model::backward_outputs(const ForwardContext& ctx, ReplicaState& rs, const Tensor& x,
+                             std::span<const Tensor> doutputs, const std::function<void(size_t)>& layer_done,
+                             std::span<const Tensor> extra) const {
+  assert(doutputs.size() == outputs_.size());
   std::fill(rs.grad_written.begin(), rs.grad_written.end(), 0);
+  // The last layer reads its output's gradient in place (it feeds no layer);
+  // another output's gradient starts its layer's buffer, final (1), so the
+  // gradients of the layers it also feeds are added into it.
+  const Tensor* dlast = nullptr;
+  for (size_t j = 0; j < outputs_.size(); ++j) {
+    const size_t o = outputs_[j].entry;
+    if (o + 1 == layers_.size()) {
+      dlast = &doutputs[j];
+      continue;
+    }
+    Tensor& buf = rs.output_grads[o];
+    if (buf.shape() != doutputs[j].shape() || buf.device() != rs.ctx.device || buf.dtype() != doutputs[j].dtype()) {
+      buf = Tensor::empty(doutputs[j].shape(), doutputs[j].dtype(), rs.ctx.device);
+    }
+    buf.copy_from(doutputs[j]);
+    rs.grad_written[o] = 1;
+  }
+  assert(dlast != nullptr);
   for (size_t k = layers_.size(); k-- > 0;) {
     const Entry& e = layers_[k];
-    const Tensor& dy = k + 1 == layers_.size() ? dlogits : rs.output_grads[k];
+    const Tensor& dy = k + 1 == layers_.size() ? *dlast : rs.output_grads[k];
     std::optional<ProfileScope> profile;  // ends before layer_done (a bucket's all-reduce is not backward)
     if (ctx.profiler) profile.emplace(ctx.profiler, "backward", e.name);
     std::span<const Tensor> params(rs.values.data() + e.first_var, e.num_vars);

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -57,6 +58,7 @@ struct ReplicaState {
   // after the first.
   Tensor features, labels;
   std::vector<Tensor> extra_features;
+  std::vector<Tensor> extra_labels;  // the labels of the outputs after the first
 };
 
 // One input of the model (model.input, or an entry of model.inputs).
@@ -65,6 +67,14 @@ struct ModelInput {
   Shape shape;               // without batch
   DType dtype = DType::f32;  // float32, or int32 token ids
   std::string where;         // "job.yaml:4:5" of its key in model.inputs; "" for model.input
+};
+
+// One output of the model (model.outputs' entries, or the last layer).
+struct ModelOutput {
+  std::string name;   // the layer's name
+  Shape shape;        // without batch
+  std::string where;  // "job.yaml:9:5" of its key in model.outputs; "" for the shorthand
+  size_t entry = 0;   // the layer entry whose activation it is
 };
 
 class Model {
@@ -83,7 +93,13 @@ class Model {
   // ids) and name.
   const Shape& input_shape() const { return inputs_[0].shape; }
   DType input_dtype() const { return inputs_[0].dtype; }
+  // The first (or only) output's shape.
   const Shape& output_shape() const { return output_shape_; }
+  // The outputs: model.outputs in file order, else the last layer alone.
+  const std::vector<ModelOutput>& outputs() const { return outputs_; }
+  size_t num_outputs() const { return outputs_.size(); }
+  // Output j (B, outputs()[j].shape...) after forward, valid until the next.
+  const Tensor& output(const ReplicaState& rs, size_t j) const { return rs.activations[outputs_[j].entry]; }
   size_t num_layers() const { return layers_.size(); }
   int64_t num_parameters() const;
   std::string summary() const;  // one line per layer: name, type, output shape, params
@@ -121,6 +137,12 @@ class Model {
   // start reducing them while backward goes on.
   void backward(const ForwardContext& ctx, ReplicaState& rs, const Tensor& x, const Tensor& dlogits,
                 const std::function<void(size_t)>& layer_done = {}, std::span<const Tensor> extra = {}) const;
+  // The same for a model of several outputs: doutputs[j] is the gradient
+  // w.r.t. output j (B, outputs()[j].shape...); a layer that feeds an output
+  // and other layers gets the sum of their gradients.
+  void backward_outputs(const ForwardContext& ctx, ReplicaState& rs, const Tensor& x,
+                        std::span<const Tensor> doutputs, const std::function<void(size_t)>& layer_done = {},
+                        std::span<const Tensor> extra = {}) const;
   // The range [first, first + count) of variables() that layer i owns.
   std::pair<size_t, size_t> layer_variables(size_t i) const { return {layers_[i].first_var, layers_[i].num_vars}; }
 
@@ -171,7 +193,12 @@ class Model {
   const std::string& name_of(int in) const {
     return is_model_input(in) ? inputs_[input_index(in)].name : layers_[static_cast<size_t>(in)].name;
   }
+  // Resolves spec.outputs (or the last layer) into outputs_; reports
+  // unknown names. REQUIRES: layers_ built; value_of maps names to entries.
+  void resolve_outputs(const ModelSpec& spec, const std::map<std::string, int>& value_of,
+                       std::vector<std::string>& errors);
   std::vector<ModelInput> inputs_;
+  std::vector<ModelOutput> outputs_;
   Shape output_shape_;
   std::vector<Entry> layers_;
   std::vector<VariableSpec> variables_;
