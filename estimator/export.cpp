@@ -31,9 +31,12 @@ Status Estimator::export_checkpoint(const CheckpointData& ckpt, const std::strin
   std::vector<Tensor> values;
   for (const VariableSpec& v : model.variables()) values.push_back(ckpt.find(v.name)->to_host());
   OnnxExportOptions o;
-  auto head = prediction_head(job_.model.loss);
-  if (!head) return head.error();
-  o.head = *head;
+  o.heads.clear();
+  for (const ProgramOutput& out : program_.outputs) {
+    auto head = prediction_head(out.loss->name());
+    if (!head) return head.error();
+    o.heads.push_back(*head);
+  }
   o.input_scale = job_.data.predict ? job_.data.predict->scale : 1.0;
   o.global_step = ckpt.global_step;
   o.doc = fmt::format("dtrain job {}, checkpoint {} (step {})", job_.source_path, checkpoint_path, ckpt.global_step);

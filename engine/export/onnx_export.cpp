@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cassert>
+
 #include "engine/export/onnx_graph.hpp"
 #include "engine/export/onnx_layers.hpp"
 #include "engine/io/file_util.hpp"
@@ -18,14 +20,12 @@ using onnx_export::GraphBuilder;
 
 int32_t onnx_type(DType t) { return t == DType::i32 ? onnx::TensorProto::INT32 : onnx::TensorProto::FLOAT; }
 
-// The model's outputs: today one, the last layer (model_outputs below).
-size_t num_model_outputs(const Model&) { return 1; }
-
-// The graph's output values, one per model output (today: the last layer).
-// With several outputs this returns each output layer's value and the head
-// is applied to each.
+// The graph's output values and shapes, one per model output (model.outputs,
+// or the last layer), in the model's output order; value is indexed by layer.
 std::vector<std::pair<std::string, Shape>> model_outputs(const Model& model, const std::vector<std::string>& value) {
-  return {{value.back(), model.output_shape()}};
+  std::vector<std::pair<std::string, Shape>> out;
+  for (const ModelOutput& o : model.outputs()) out.emplace_back(value[o.entry], o.shape);
+  return out;
 }
 
 Status build_graph(const Model& model, std::span<const Tensor> values, const OnnxExportOptions& o,
@@ -33,10 +33,12 @@ Status build_graph(const Model& model, std::span<const Tensor> values, const Onn
   GraphBuilder g(graph);
   graph.set_name("dtrain");
   // The outputs' names first, so that no layer (one named "predictions") takes them.
-  const size_t num_outputs = num_model_outputs(model);
+  // One output is "predictions"; several are "predictions_<layer>".
+  const size_t num_outputs = model.num_outputs();
+  assert(o.heads.size() == num_outputs);
   std::vector<std::string> output_names;
-  for (size_t k = 0; k < num_outputs; ++k) {
-    output_names.push_back(g.fresh(num_outputs == 1 ? "predictions" : fmt::format("predictions_{}", k)));
+  for (const ModelOutput& out : model.outputs()) {
+    output_names.push_back(g.fresh(num_outputs == 1 ? "predictions" : fmt::format("predictions_{}", out.name)));
   }
   // The model's inputs as predict takes them; float inputs scaled as predict does.
   std::vector<std::string> input_value;
@@ -83,7 +85,7 @@ Status build_graph(const Model& model, std::span<const Tensor> values, const Onn
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::string& name = output_names[k];
     const std::string& v = outputs[k].first;
-    switch (o.head) {
+    switch (o.heads[k]) {
       case PredictionHead::kSoftmax: g.node_to("Softmax", {v}, name, {onnx_export::Attr::Int("axis", -1)}); break;
       case PredictionHead::kSigmoid: g.node_to("Sigmoid", {v}, name); break;
       case PredictionHead::kIdentity: g.node_to("Identity", {v}, name); break;

@@ -3,12 +3,14 @@
 // The exported model takes the arrays `dtrain predict` takes: the same
 // inputs in the same layout (NHWC images, int32 token ids), a dynamic batch
 // dimension, and gives what predict writes (softmax or sigmoid
-// probabilities, or raw values).
+// probabilities, or raw values): output "predictions", or with several
+// model outputs "predictions_<layer>" for each.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/model/model.hpp"
 #include "engine/status.hpp"
@@ -19,7 +21,9 @@ namespace dtrain {
 enum class PredictionHead { kIdentity, kSoftmax, kSigmoid };
 
 struct OnnxExportOptions {
-  PredictionHead head = PredictionHead::kIdentity;
+  // One per model output, in Model::outputs() order (predict's per-output
+  // heads). REQUIRES: heads.size() == model.num_outputs().
+  std::vector<PredictionHead> heads{PredictionHead::kIdentity};
   // data.predict.scale: predict multiplies float32 features by it first.
   double input_scale = 1.0;
   int64_t global_step = 0;   // the checkpoint's step, kept as the model version

@@ -198,3 +198,29 @@ def test_errors_of_several_outputs(job, tmp_path):
     out = run_dtrain("predict", path, "--model-dir", tmp_path / "m", "--input", tmp_path / "x.npy", "--output",
                      tmp_path / "p.npz")
     assert out.returncode == 2
+
+
+def test_export_writes_one_onnx_output_per_model_output(job, tmp_path):
+    """dtrain export of a two-output model: outputs predictions_cls (softmax)
+    and predictions_reg (raw values), each equal to predict's file for it."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    path = job(steps=20)
+    train(path, tmp_path / "run")
+    onnx_path = tmp_path / "model.onnx"
+    out = run_dtrain("export", path, "--model-dir", tmp_path / "run", "--out", onnx_path)
+    assert out.returncode == 0, out.stderr
+    model = onnx.load(str(onnx_path))
+    onnx.checker.check_model(model, full_check=True)
+    assert [o.name for o in model.graph.output] == ["predictions_cls", "predictions_reg"]
+    x, _, _ = examples(23, 11)
+    np.save(tmp_path / "x.npy", x)
+    pr = run_dtrain("predict", path, "--model-dir", tmp_path / "run", "--input", tmp_path / "x.npy",
+                    "--output", tmp_path / "p.npy")
+    assert pr.returncode == 0, pr.stderr
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    cls, reg = session.run(["predictions_cls", "predictions_reg"], {"input": x})
+    np.testing.assert_allclose(cls, np.load(tmp_path / "p.cls.npy"), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(reg, np.load(tmp_path / "p.reg.npy"), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(cls.sum(axis=1), 1.0, rtol=1e-5)
+    assert np.ptp(reg, axis=0).max() > 1e-3

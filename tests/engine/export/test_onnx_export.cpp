@@ -37,7 +37,7 @@ model:
   std::vector<Tensor> values{Tensor::from({3, 2}, {1, 2, 3, 4, 5, 6}), Tensor::from({2}, {0.5f, -0.5f}),
                              Tensor::from({2, 2}, {1, 0, 0, 1})};
   OnnxExportOptions o;
-  o.head = PredictionHead::kSigmoid;
+  o.heads = {PredictionHead::kSigmoid};
   o.input_scale = 0.5;
   o.global_step = 12;
   const std::string path = (std::filesystem::temp_directory_path() / "dtrain_test_export.onnx").string();
