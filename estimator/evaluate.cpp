@@ -139,6 +139,12 @@ Status Estimator::evaluate_continuously() {
       auto r = run_evaluation(path);
       if (!r) return r.error();
       done = step;
+      // export: every: eval is the evaluator's, as Estimator's exporters ran
+      // in its evaluator (every: final stays the chief's).
+      if (job_.export_spec && job_.export_spec->every == "eval") {
+        last_checkpoint_ = path;
+        if (Status s = export_after(&*r, false); !s) return s;
+      }
       if (early && early->add(step, metric_value(*r, early_metric()))) {
         if (Status s = record_early_stop(*early); !s) return s;
         if (Status s = tell_training(); !s) return s;

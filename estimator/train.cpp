@@ -224,10 +224,13 @@ Status Estimator::train(bool evaluate_during) {
     }
   }
 
+  const bool has_evaluator = in_cluster && options_.cluster->resolved().cluster.count("evaluator") > 0;
   if (chief && job_.export_spec && job_.export_spec->every == "eval" && !can_eval) {
-    log_.info(fmt::format("export: every: eval exports after evaluations, and this run does not evaluate ({}): "
-                          "nothing is exported; every: final exports after the last step",
-                          in_cluster ? "the evaluator task evaluates" : "--no-eval"));
+    log_.info(has_evaluator ? std::string("export: every: eval: the evaluator task exports after its evaluations")
+                            : fmt::format("export: every: eval exports after evaluations, and this run does not "
+                                          "evaluate ({}): nothing is exported; every: final exports after the last "
+                                          "step",
+                                          in_cluster ? "the cluster has no evaluator task" : "--no-eval"));
   }
 
   g_stop_signal.store(0);

@@ -2,6 +2,7 @@
 source root, and small job files written into a temporary directory."""
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,43 @@ def mlp_job(tmp_path):
                                       max_steps=max_steps, save_steps=save_steps, keep=keep))
         return job, model_dir
     return make
+
+
+# Linux keeps a process's peak RSS across fork and exec: ru_maxrss of a child
+# forked straight from pytest starts at pytest's own peak (hundreds of MiB once
+# onnxruntime is imported). This small interpreter forks the command from its
+# own fresh (about 10 MiB) image, waits for it and writes the command's own
+# peak RSS in KiB to the file given first; it exits with the command's code.
+# NAME=VALUE arguments before "--" are set in the command's environment only.
+_PEAK_RSS_WRAPPER = """
+import os, sys
+report, rest = sys.argv[1], sys.argv[2:]
+split = rest.index("--")
+child_env, cmd = rest[:split], rest[split + 1:]
+pid = os.fork()
+if pid == 0:
+    try:
+        for kv in child_env:
+            name, _, value = kv.partition("=")
+            os.environ[name] = value
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def peak_rss_command(cmd, report, child_env=None):
+    """cmd wrapped so that its own peak RSS (KiB) is written to `report`
+    (read it with read_peak_rss_kib once the process has exited); child_env
+    is set for cmd alone (LD_DEBUG, which would trace the wrapper too)."""
+    env_args = [f"{k}={v}" for k, v in (child_env or {}).items()]
+    return [sys.executable, "-c", _PEAK_RSS_WRAPPER, str(report), *env_args, "--", *map(str, cmd)]
+
+
+def read_peak_rss_kib(report):
+    return int(Path(report).read_text())

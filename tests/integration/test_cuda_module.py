@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import SOURCE_ROOT, dtrain_bin, run_dtrain
+from conftest import SOURCE_ROOT, dtrain_bin, peak_rss_command, read_peak_rss_kib, run_dtrain
 
 CUDA_LIBRARY = re.compile(r"\blib(cudart|cublas|cublasLt|cudnn[a-z_]*|nccl|cuda)\.so")
 
@@ -30,16 +30,18 @@ def run_tracing_loads(args, tmp_path, env=None):
     """Runs dtrain with the dynamic loader reporting every library it maps
     (LD_DEBUG=files, dlopen included); returns (returncode, stderr, libraries, peak RSS in KiB)."""
     trace = tmp_path / "ld-trace"
-    full_env = dict(os.environ, LD_DEBUG="files", LD_DEBUG_OUTPUT=str(trace), **(env or {}))
-    p = subprocess.Popen([dtrain_bin(), *map(str, args)], cwd=SOURCE_ROOT, env=full_env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True)
+    full_env = dict(os.environ, **(env or {}))
+    report = tmp_path / "peak-rss"
+    cmd = peak_rss_command([dtrain_bin(), *args], report,
+                           child_env={"LD_DEBUG": "files", "LD_DEBUG_OUTPUT": str(trace)})
+    p = subprocess.Popen(cmd, cwd=SOURCE_ROOT, env=full_env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stderr = p.stderr.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
+    p.wait()
     traced = "".join(f.read_text(errors="replace") for f in tmp_path.glob("ld-trace.*"))
     assert "file=" in traced, "LD_DEBUG=files reported nothing: cannot tell which libraries were loaded"
     libraries = set(re.findall(r"file=(\S+)\s+\[", traced))
-    return p.returncode, stderr, libraries, usage.ru_maxrss
+    return p.returncode, stderr, libraries, read_peak_rss_kib(report)
 
 
 def test_executable_links_no_cuda_library():

@@ -242,6 +242,22 @@ def test_every_eval_without_evaluation_says_nothing_is_exported(mlp_job):
     assert exported_steps(model_dir) == []
 
 
+def test_in_a_cluster_the_evaluator_exports_after_its_evaluations(mlp_job):
+    """A 2-worker collective run with an evaluator task: every: eval is the
+    evaluator's (Estimator's exporters ran there), so each checkpoint it
+    evaluates is exported, and keep leaves the newest two."""
+    from test_cluster import clean_env
+    job, model_dir = mlp_job(max_steps=60, save_steps=20, keep=10)
+    job.write_text(job.read_text() + "export: {keep: 2}\n")
+    out = run_dtrain("launch", "--workers", 2, "--evaluator", job, "--log-format", "plain",
+                     "--set", "strategy.type=collective", env={**clean_env(), **ENV}, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "[worker 0] export: every: eval: the evaluator task exports after its evaluations" in out.stderr
+    assert f"[evaluator 0] exported step 60 to {model_dir / 'export' / '60' / 'model.onnx'}" in out.stderr
+    assert exported_steps(model_dir) == [40, 60]
+    onnx.checker.check_model(onnx.load(str(model_dir / "export" / "60" / "model.onnx")), full_check=True)
+
+
 @pytest.mark.parametrize("section,error", [
     ("export: {best_by: acuracy}", "job.yaml:{line}:19: export.best_by: \"acuracy\" is not a metric of the evaluation; "
                                    "expected one of loss, accuracy, mean_loss (did you mean \"accuracy\"?)"),
