@@ -223,16 +223,17 @@ Status Estimator::restore_from(const CheckpointData& ckpt) {
   return Status::Ok();
 }
 
+Result<std::string> Estimator::checkpoint_or_latest(const std::optional<std::string>& checkpoint) const {
+  if (checkpoint) return *checkpoint;
+  if (auto latest = latest_checkpoint(job_.run.model_dir)) return *latest;
+  return config_error(fmt::format("no checkpoint in model_dir {}: train first, or pass --checkpoint PATH",
+                                  job_.run.model_dir));
+}
+
 Result<std::string> Estimator::restore_for_inference(const std::optional<std::string>& checkpoint) {
-  std::string path;
-  if (checkpoint) {
-    path = *checkpoint;
-  } else if (auto latest = latest_checkpoint(job_.run.model_dir)) {
-    path = *latest;
-  } else {
-    return config_error(fmt::format("no checkpoint in model_dir {}: train first, or pass --checkpoint PATH",
-                                    job_.run.model_dir));
-  }
+  auto found = checkpoint_or_latest(checkpoint);
+  if (!found) return found.error();
+  const std::string path = *found;
   auto ckpt = read_compatible_checkpoint(path);
   if (!ckpt) return ckpt.error();
   if (Status s = restore_from(*ckpt); !s) return s.error();

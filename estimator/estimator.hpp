@@ -127,6 +127,8 @@ class Estimator {
   // section asks for it (every, best_by) and deletes exports beyond keep.
   Status export_after(const EvalResult* eval, bool final_step);
   int64_t last_export_step_ = -1;
+  // `checkpoint`, or else the latest in model_dir (a config error when there is none).
+  Result<std::string> checkpoint_or_latest(const std::optional<std::string>& checkpoint) const;
   // Restores `checkpoint` (default: the latest in model_dir); returns its path.
   Result<std::string> restore_for_inference(const std::optional<std::string>& checkpoint);
   // input_state: Input::state() ("" for inputs that the position restores).

@@ -46,15 +46,9 @@ Status Estimator::export_checkpoint(const CheckpointData& ckpt, const std::strin
 Status Estimator::export_model(const std::string& format, const std::string& out_path,
                                const std::optional<std::string>& checkpoint) {
   if (format != "onnx") return config_error(fmt::format("--format {}: expected onnx", format));
-  std::string path;
-  if (checkpoint) {
-    path = *checkpoint;
-  } else if (auto latest = latest_checkpoint(job_.run.model_dir)) {
-    path = *latest;
-  } else {
-    return config_error(fmt::format("no checkpoint in model_dir {}: train first, or pass --checkpoint PATH",
-                                    job_.run.model_dir));
-  }
+  auto found = checkpoint_or_latest(checkpoint);
+  if (!found) return found.error();
+  const std::string path = *found;
   auto ckpt = read_compatible_checkpoint(path);
   if (!ckpt) return ckpt.error();
   if (Status s = export_checkpoint(*ckpt, path, out_path); !s) return s;

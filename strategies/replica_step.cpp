@@ -28,24 +28,27 @@ Tensor copy_on(const Tensor& t, const Device& device) {
   return out;
 }
 
-std::vector<Tensor> extra_on_replica(ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end) {
-  rs.extra_features.resize(batch.extra_features.size());
+namespace {
+
+// Rows [begin, end) of each host tensor on the replica's device, staged in
+// `buffers` (one per tensor, kept for the next step).
+std::vector<Tensor> rows_on_replica(ReplicaState& rs, std::vector<Tensor>& buffers, const std::vector<Tensor>& host,
+                                    int64_t begin, int64_t end) {
+  buffers.resize(host.size());
   std::vector<Tensor> out;
-  out.reserve(batch.extra_features.size());
-  for (size_t k = 0; k < batch.extra_features.size(); ++k) {
-    out.push_back(on_replica(rs, rs.extra_features[k], batch.extra_features[k].rows(begin, end)));
-  }
+  out.reserve(host.size());
+  for (size_t k = 0; k < host.size(); ++k) out.push_back(on_replica(rs, buffers[k], host[k].rows(begin, end)));
   return out;
 }
 
+}  // namespace
+
+std::vector<Tensor> extra_on_replica(ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end) {
+  return rows_on_replica(rs, rs.extra_features, batch.extra_features, begin, end);
+}
+
 std::vector<Tensor> extra_labels_on_replica(ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end) {
-  rs.extra_labels.resize(batch.extra_labels.size());
-  std::vector<Tensor> out;
-  out.reserve(batch.extra_labels.size());
-  for (size_t k = 0; k < batch.extra_labels.size(); ++k) {
-    out.push_back(on_replica(rs, rs.extra_labels[k], batch.extra_labels[k].rows(begin, end)));
-  }
-  return out;
+  return rows_on_replica(rs, rs.extra_labels, batch.extra_labels, begin, end);
 }
 
 std::vector<Tensor> predict_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
