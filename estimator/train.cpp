@@ -383,7 +383,10 @@ Status Estimator::train(bool evaluate_during) {
     if (multi_worker ? strategy_->any_worker(local_sig != 0 || local_early) : (local_sig != 0 || local_early)) {
       early_stop = multi_worker ? strategy_->any_worker(local_early) : local_early;
       const bool any_sig = multi_worker ? strategy_->any_worker(local_sig != 0) : local_sig != 0;
-      if (any_sig) stop_sig = local_sig ? local_sig : -1;
+      // A task whose own signal arrived during the agreement reports it as its
+      // own (Slurm signals a step's tasks one after another).
+      const int own = local_sig ? local_sig : g_stop_signal.load();
+      if (any_sig) stop_sig = own ? own : -1;
     }
     sync_scope.reset();
     if (stop_sig != 0) {

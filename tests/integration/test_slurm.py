@@ -153,7 +153,10 @@ def test_usr1_requeues_the_job_and_the_next_start_resumes_from_its_checkpoint(sl
     assert 10 <= step < REQUEUE_STEPS, output
     assert f"stopped by SIGUSR1 at step {step}; checkpoint {checkpoint} saved" in output, output
     worker = by_task(output).get(1, "")
-    assert f"stopped by SIGUSR1 at step {step}; checkpoint by the chief saved" in worker, output
+    # Slurm signals the tasks one after another: the worker's own SIGUSR1 may
+    # arrive after the tasks agreed to stop on the chief's.
+    assert (f"stopped by SIGUSR1 at step {step}; checkpoint by the chief saved" in worker or
+            f"stopped at step {step} because another task of the cluster received a stop signal" in worker), output
     # Both starts in the one (appended) output file: the second resumed where the first stopped.
     assert f"(start 1 of job {job_id})" in output and f"(start 2 of job {job_id})" in output, output
     second = output.split(f"(start 2 of job {job_id})", 1)[1]
