@@ -52,10 +52,11 @@ CropBox random_resized_crop_box(int64_t h, int64_t w, double scale_lo, double sc
   }
   const double in_ratio = static_cast<double>(w) / static_cast<double>(h);
   int64_t ch = h, cw = w;
+  // At least one pixel: where torchvision's window rounds to 0 it fails on the empty crop.
   if (in_ratio < ratio_lo) {
-    ch = round_even(static_cast<double>(w) / ratio_lo);
+    ch = std::max<int64_t>(1, round_even(static_cast<double>(w) / ratio_lo));
   } else if (in_ratio > ratio_hi) {
-    cw = round_even(static_cast<double>(h) * ratio_hi);
+    cw = std::max<int64_t>(1, round_even(static_cast<double>(h) * ratio_hi));
   }
   return CropBox{(h - ch) / 2, (w - cw) / 2, ch, cw};
 }

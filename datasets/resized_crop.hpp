@@ -23,7 +23,8 @@ struct CropBox {
 // logs in float32, as torch does); then, if the rounded (half to even, as
 // Python's round) window fits, top = floor(u (h - height + 1)) and left =
 // floor(u (w - width + 1)). An attempt that does not fit takes only its 2
-// draws. After 10 misses: the central crop, clamped to the ratio range.
+// draws. After 10 misses: the central crop, clamped to the ratio range (and
+// to at least 1 x 1, where torchvision's would be empty).
 // REQUIRES: h, w >= 1; 0 < scale_lo <= scale_hi; 0 < ratio_lo <= ratio_hi.
 CropBox random_resized_crop_box(int64_t h, int64_t w, double scale_lo, double scale_hi, double ratio_lo,
                                 double ratio_hi, const std::function<double()>& uniform);

@@ -46,6 +46,11 @@ TEST_CASE("random_resized_crop: boxes equal torchvision's get_params for the sam
     if (used == 20) ++fallbacks;
   }
   CHECK(fallbacks > 10);  // the central-crop fallback is exercised too
+
+  // A 10 x 1 image with ratio >= 3: every attempt misses and the fallback's
+  // height round(1 / 3) = 0 is kept at 1 (torchvision's crop would be empty).
+  const CropBox thin = random_resized_crop_box(10, 1, 0.5, 1.0, 3.0, 4.0, [] { return 0.5; });
+  CHECK(thin == CropBox{4, 0, 1, 1});
 }
 
 TEST_CASE("resized crops of real JPEGs equal torchvision's (bilinear, antialias off) within 1 of 255") {
