@@ -76,6 +76,8 @@ void add_stages_json(const DataSourceSpec& d, Json& j) {
     else if (m.op == "random_flip") args = m.mode;
     else if (m.op == "random_brightness") args = Json{{"max_delta", m.max_delta}};
     else if (m.op == "random_contrast") args = Json{{"lower", m.lower}, {"upper", m.upper}};
+    else if (m.op == "random_resized_crop") args = Json{{"size", m.size}, {"scale", m.scale_range}, {"ratio", m.ratio}};
+    else if (m.op == "resize_center_crop") args = Json{{"resize", m.resize}, {"size", m.size}};
     if (!m.op.empty()) ops.push_back(Json{{m.op, args}});
   }
   j["map"] = ops;

@@ -170,7 +170,8 @@ struct FeatureSpec {
 // reported by the pipeline as a kConfig error at `where`.
 struct MapOpSpec {
   std::string where;            // "job.yaml:30:9" of the entry
-  std::string op;               // normalize | cast | one_hot | random_crop | random_flip | random_brightness | random_contrast
+  std::string op;               // normalize | cast | one_hot | random_crop | random_flip | random_brightness |
+                                // random_contrast | random_resized_crop | resize_center_crop
   std::vector<double> mean, std;  // normalize: per channel (last dimension), or one value for all
   std::string dtype;            // cast: uint8 | int8 | int32
   int64_t depth = 0;            // one_hot
@@ -178,6 +179,10 @@ struct MapOpSpec {
   std::string mode;             // random_flip: horizontal
   double max_delta = 0;         // random_brightness
   double lower = 0, upper = 0;  // random_contrast
+  std::vector<int64_t> size;    // random_resized_crop, resize_center_crop: [height, width] of the result
+  std::vector<double> scale_range{0.08, 1.0};      // random_resized_crop: area fraction (key scale)
+  std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};  // random_resized_crop: width / height
+  int64_t resize = 0;           // resize_center_crop: the shorter side before the crop
   std::string problem;          // non-empty: what is wrong with this entry
 };
 

@@ -237,6 +237,10 @@ std::vector<MapOpSpec> read_map_ops(const Node* node) {
     args.read("max_delta", m.max_delta);
     args.read("lower", m.lower);
     args.read("upper", m.upper);
+    args.read("size", m.size);
+    args.read("scale", m.scale_range);
+    args.read("ratio", m.ratio);
+    args.read("resize", m.resize);
     out.push_back(m);
   }
   return out;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "datasets/augment_image.hpp"
+#include "datasets/resized_crop.hpp"
 #include "engine/rng.hpp"
 
 namespace dtrain {
@@ -33,14 +34,15 @@ float saturate_trunc(float x, float lo, float hi) {
 }  // namespace
 
 Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& feature_shape, const Shape& label_shape,
-                              uint64_t seed, const std::string& spec_where, const std::string& name) {
+                              uint64_t seed, const std::string& spec_where, const std::string& name, double scale) {
   MapPlan plan;
   plan.feature_shape_ = feature_shape;
   plan.label_shape_ = label_shape;
   plan.seed_key_ = hash64("dtrain.input.map", seed);
-  const int64_t channels = feature_shape.empty() ? 1 : feature_shape.back();
+  Shape shape = feature_shape;  // what the operation at hand sees
   for (size_t i = 0; i < ops.size(); ++i) {
     const MapOpSpec& spec = ops[i];
+    const int64_t channels = shape.empty() ? 1 : shape.back();
     Op op;
     op.kind = spec.op;
     op.label = fmt::format("{}.map[{}]", name, i);
@@ -48,17 +50,32 @@ Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& fe
     const std::string prefix = (where.empty() ? "" : where + ": ") + op.label + ": ";
     auto fail = [&](const std::string& what) { return config_error(prefix + what); };
     if (!spec.problem.empty()) return fail(spec.problem);
-    const bool needs_image = op.kind == "random_crop" || op.kind == "random_flip" || op.kind == "random_contrast";
-    if (needs_image && !is_image(feature_shape)) {
+    const bool resizes = op.kind == "random_resized_crop" || op.kind == "resize_center_crop";
+    const bool needs_image =
+        resizes || op.kind == "random_crop" || op.kind == "random_flip" || op.kind == "random_contrast";
+    if (needs_image && !is_image(shape)) {
       return fail(fmt::format("{} needs images of shape [H, W] or [H, W, C], got features of shape {}", op.kind,
-                              shape_text(feature_shape)));
+                              shape_text(shape)));
+    }
+    if (needs_image) op.in = image_dims(shape);
+    if (resizes) {
+      if (scale != 1.0) {
+        return fail(fmt::format("{} works on pixels 0..255, but data scale {} is applied before the map; remove "
+                                "scale and normalize after the resize instead",
+                                op.kind, scale));
+      }
+      if (spec.size.size() != 2 || spec.size[0] < 1 || spec.size[1] < 1) {
+        return fail(fmt::format("{}: size must be [height, width], both at least 1, got {}", op.kind,
+                                shape_text(Shape(spec.size.begin(), spec.size.end()))));
+      }
+      op.out_h = spec.size[0], op.out_w = spec.size[1];
     }
     if (op.kind == "normalize") {
       for (const auto* values : {&spec.mean, &spec.std}) {
         const auto n = static_cast<int64_t>(values->size());
         if (n != 1 && n != channels) {
           return fail(fmt::format("normalize: {} has {} values; expected 1 or {} (the last dimension of {})",
-                                  values == &spec.mean ? "mean" : "std", n, channels, shape_text(feature_shape)));
+                                  values == &spec.mean ? "mean" : "std", n, channels, shape_text(shape)));
         }
       }
       for (double m : spec.mean) op.mean.push_back(static_cast<float>(m));
@@ -101,24 +118,83 @@ Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& fe
       }
       op.lo = static_cast<float>(spec.lower);
       op.hi = static_cast<float>(spec.upper);
+    } else if (op.kind == "random_resized_crop") {
+      const auto& sc = spec.scale_range;
+      if (sc.size() != 2 || !(sc[0] > 0 && sc[0] <= sc[1] && sc[1] <= 1)) {
+        return fail(fmt::format("random_resized_crop: scale must be [lo, hi] with 0 < lo <= hi <= 1, got [{}]",
+                                fmt::join(sc, ", ")));
+      }
+      const auto& ra = spec.ratio;
+      if (ra.size() != 2 || !(ra[0] > 0 && ra[0] <= ra[1])) {
+        return fail(fmt::format("random_resized_crop: ratio must be [lo, hi] with 0 < lo <= hi, got [{}]",
+                                fmt::join(ra, ", ")));
+      }
+      op.scale_lo = sc[0], op.scale_hi = sc[1], op.ratio_lo = ra[0], op.ratio_hi = ra[1];
+    } else if (op.kind == "resize_center_crop") {
+      if (spec.resize < 1) return fail(fmt::format("resize_center_crop: resize must be at least 1, got {}", spec.resize));
+      op.resize = spec.resize;
+      const ResizeCrop r = resize_center_crop_box(op.in.h, op.in.w, op.resize, op.out_h, op.out_w);
+      if (r.new_h < op.out_h || r.new_w < op.out_w) {
+        return fail(fmt::format("resize_center_crop: size [{}, {}] does not fit in the resized image [{}, {}] (the "
+                                "shorter side of [{}, {}] resized to {}); expected resize >= {}",
+                                op.out_h, op.out_w, r.new_h, r.new_w, op.in.h, op.in.w, op.resize,
+                                std::max(op.out_h, op.out_w)));
+      }
     } else {
       return fail(fmt::format("unknown operation \"{}\"; expected one of normalize, cast, one_hot, random_crop, "
-                              "random_flip, random_brightness, random_contrast",
+                              "random_flip, random_brightness, random_contrast, random_resized_crop, "
+                              "resize_center_crop",
                               op.kind));
+    }
+    if (resizes) {
+      shape = shape.size() == 3 ? Shape{op.out_h, op.out_w, op.in.c} : Shape{op.out_h, op.out_w};
     }
     plan.ops_.push_back(std::move(op));
   }
+  plan.out_shape_ = shape;
   return plan;
 }
 
 Status MapPlan::apply(Batch& batch, const std::vector<int64_t>& epochs) const {
   const auto b = static_cast<int64_t>(batch.ids.size());
-  const int64_t row = num_elements(feature_shape_);
-  const int64_t channels = feature_shape_.empty() ? 1 : feature_shape_.back();
-  const ImageDims dims = is_image(feature_shape_) ? image_dims(feature_shape_) : ImageDims{};
   std::vector<float> scratch;
+  Shape shape = feature_shape_;  // one example's shape before ops_[s]
   for (size_t s = 0; s < ops_.size(); ++s) {
     const Op& op = ops_[s];
+    const int64_t row = num_elements(shape);
+    const int64_t channels = shape.empty() ? 1 : shape.back();
+    const ImageDims dims = op.in;
+    if (op.kind == "random_resized_crop" || op.kind == "resize_center_crop") {
+      Shape out_shape = shape.size() == 3 ? Shape{op.out_h, op.out_w, dims.c} : Shape{op.out_h, op.out_w};
+      const int64_t out_row = num_elements(out_shape);
+      Shape batch_shape = out_shape;
+      batch_shape.insert(batch_shape.begin(), b);
+      Tensor out(batch_shape);
+      for (int64_t r = 0; r < b; ++r) {
+        const float* x = batch.features.data() + r * row;
+        float* y = out.data() + r * out_row;
+        if (op.kind == "random_resized_crop") {
+          const CounterRng rng =
+              example_rng(seed_key_, s, epochs[static_cast<size_t>(r)], batch.ids[static_cast<size_t>(r)]);
+          uint64_t k = 0;
+          const CropBox box = random_resized_crop_box(dims.h, dims.w, op.scale_lo, op.scale_hi, op.ratio_lo,
+                                                      op.ratio_hi, [&] { return static_cast<double>(rng.uniform(k++)); });
+          resize_bilinear_u8(x, dims, box, op.out_h, op.out_w, y);
+        } else {
+          const ResizeCrop rc = resize_center_crop_box(dims.h, dims.w, op.resize, op.out_h, op.out_w);
+          scratch.resize(static_cast<size_t>(rc.new_h * rc.new_w * dims.c));
+          resize_bilinear_u8(x, dims, CropBox{0, 0, dims.h, dims.w}, rc.new_h, rc.new_w, scratch.data());
+          const int64_t src_row = rc.new_w * dims.c;
+          for (int64_t yy = 0; yy < op.out_h; ++yy) {
+            const float* from = scratch.data() + (rc.crop.top + yy) * src_row + rc.crop.left * dims.c;
+            std::copy(from, from + op.out_w * dims.c, y + yy * op.out_w * dims.c);
+          }
+        }
+      }
+      batch.features = std::move(out);
+      shape = std::move(out_shape);
+      continue;
+    }
     if (op.kind == "one_hot") {
       Tensor out(Shape{b, op.depth});
       for (int64_t r = 0; r < b; ++r) {

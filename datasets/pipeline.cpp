@@ -106,7 +106,7 @@ class PipelineInput final : public Input {
     return {};
   }
 
-  Shape feature_shape() const override { return source_->feature_shape(); }
+  Shape feature_shape() const override { return map_.feature_shape(); }
   DType feature_dtype() const override { return features_; }
   std::vector<Shape> extra_feature_shapes() const override { return source_->extra_feature_shapes(); }
   std::vector<Shape> extra_label_shapes() const override { return source_->extra_label_shapes(); }
@@ -165,11 +165,11 @@ class PipelineInput final : public Input {
   Result<Batch> materialize_parallel(const std::vector<int64_t>& ids, const std::vector<int64_t>& epochs) {
     const auto b = static_cast<int64_t>(ids.size());
     const int chunks = static_cast<int>(std::min<int64_t>(pool_->threads(), b));
-    Shape fshape = source_->feature_shape(), lshape = map_.label_shape();
+    Shape fshape = map_.feature_shape(), lshape = map_.label_shape();
     fshape.insert(fshape.begin(), b);
     lshape.insert(lshape.begin(), b);
     Batch out{Tensor::zeros(fshape, features_, kHost), Tensor(lshape), ids};
-    const auto frow_bytes = static_cast<size_t>(num_elements(source_->feature_shape())) * dtype_size(out.features.dtype());
+    const auto frow_bytes = static_cast<size_t>(num_elements(map_.feature_shape())) * dtype_size(out.features.dtype());
     const int64_t lrow = num_elements(map_.label_shape());
     const std::vector<Shape> extra_shapes = source_->extra_feature_shapes();
     std::vector<size_t> extra_row_bytes;
@@ -305,7 +305,8 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
   }
   PipelineParts parts;
   const uint64_t seed = spec.seed.value_or(options.default_seed);
-  auto map = MapPlan::make(spec.map, source->feature_shape(), source->label_shape(), seed, spec.where, options.name);
+  auto map = MapPlan::make(spec.map, source->feature_shape(), source->label_shape(), seed, spec.where, options.name,
+                           spec.scale);
   if (!map.ok()) return map.error();
   parts.map = std::move(map.value());
   parts.threads = MapPool::resolve_threads(spec.num_parallel_calls);

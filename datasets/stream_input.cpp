@@ -91,7 +91,7 @@ class StreamInput final : public Input {
     return {};
   }
 
-  Shape feature_shape() const override { return parts_.layout.feature_shape; }
+  Shape feature_shape() const override { return parts_.map.feature_shape(); }
   Shape label_shape() const override { return parts_.map.label_shape(); }
   std::string describe() const override { return parts_.description; }
 
@@ -241,7 +241,7 @@ Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, con
   st.seed = spec.seed.value_or(options.default_seed);
   st.repeat = spec.repeat;
   auto map = MapPlan::make(spec.map, parts.layout.feature_shape, parts.layout.label_shape, st.seed, spec.where,
-                           options.name);
+                           options.name, spec.scale);
   if (!map) return map.error();
   parts.map = std::move(map.value());
   parts.threads = MapPool::resolve_threads(spec.num_parallel_calls);

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "datasets/example_decode.hpp"
+#include "datasets/map_ops.hpp"
 #include "datasets/map_pool.hpp"
 #include "datasets/source.hpp"
 #include "engine/losses/label_check.hpp"
@@ -83,8 +84,14 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
       }
       continue;  // the formats that name their inputs take their shapes from their files
     }
-    const auto shapes = declared_shapes(**spec);
+    auto shapes = declared_shapes(**spec);
     if (!shapes) continue;
+    // The model sees the examples after the map (a resize changes their shape).
+    auto map = MapPlan::make((*spec)->map, shapes->features, shapes->labels, 0, (*spec)->where,
+                             std::string("data.") + role, (*spec)->scale);
+    if (!map) return map.error();
+    shapes->features = map->feature_shape();
+    shapes->labels = map->label_shape();
     if (Status s = check_example_features(prefix, shapes->features, shapes->features_dtype, *program.model); !s) {
       return s;
     }

@@ -86,7 +86,8 @@ TEST_CASE("stages config: schema errors point at the option") {
         "job.yaml:8:12: data.train.shard: \"files\" is not one of auto, file, data, off (did you mean \"file\"?)");
   CHECK(load_error(job + "    map: [{random_flips: horizontal}]\n") ==
         "job.yaml:8:12: data.train.map[0].random_flips: unknown key; expected one of normalize, cast, one_hot, "
-        "random_crop, random_flip, random_brightness, random_contrast (did you mean \"random_flip\"?)");
+        "random_crop, random_flip, random_brightness, random_contrast, random_resized_crop, resize_center_crop (did you mean "
+        "\"random_flip\"?)");
   CHECK(load_error(job + "    num_parallel_calls: 0\n") ==
         "job.yaml:8:25: data.train.num_parallel_calls: 0 is below the minimum 1");
   CHECK(load_error(job + "    interleave: {block_length: 2}\n") ==
