@@ -9,6 +9,7 @@ from safetensors.numpy import load_file
 
 from conftest import run_dtrain
 from jpeg_shards import write_shards
+from test_streaming import assert_same
 
 JOB = """
 model:
@@ -36,13 +37,6 @@ def job(tmp_path, name, shards, steps, data):
     path = tmp_path / f"{name}.yaml"
     path.write_text(JOB.format(files=shards / "data-*.tfrecord", data=data, steps=steps, model_dir=tmp_path / name))
     return path, tmp_path / name
-
-
-def assert_same(a_path, b_path):
-    a, b = load_file(str(a_path)), load_file(str(b_path))
-    assert a.keys() == b.keys()
-    for k in a:
-        assert np.array_equal(a[k], b[k]), k
 
 
 def test_streamed_jpegs_with_random_resized_crop_train_evaluate_and_resume_exactly(tmp_path):

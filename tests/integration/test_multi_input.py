@@ -57,8 +57,8 @@ def job(tmp_path):
     return make
 
 
-def train(job, model_dir, *sets):
-    args = ["train", job, "--model-dir", model_dir, "--no-eval", "--log-format", "plain"]
+def train(job, model_dir, *sets, evaluate_too=False):
+    args = ["train", job, "--model-dir", model_dir, "--log-format", "plain"] + ([] if evaluate_too else ["--no-eval"])
     for s in sets:
         args += ["--set", s]
     out = run_dtrain(*args, env={"OMP_WAIT_POLICY": "passive"})

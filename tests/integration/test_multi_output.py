@@ -10,6 +10,7 @@ from safetensors.numpy import load_file
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from conftest import run_dtrain
+from test_multi_input import evaluate, train
 
 JOB = """
 model:
@@ -49,24 +50,6 @@ def job(tmp_path):
         path.write_text(JOB.format(train=tmp_path / "train.npz", eval=tmp_path / "eval.npz", steps=steps))
         return path
     return make
-
-
-def train(job, model_dir, *sets, evaluate_too=False):
-    args = ["train", job, "--model-dir", model_dir, "--log-format", "plain"] + ([] if evaluate_too else ["--no-eval"])
-    for s in sets:
-        args += ["--set", s]
-    out = run_dtrain(*args, env={"OMP_WAIT_POLICY": "passive"})
-    assert out.returncode == 0, out.stderr
-    return out
-
-
-def evaluate(job, model_dir, *sets):
-    args = ["evaluate", job, "--model-dir", model_dir]
-    for s in sets:
-        args += ["--set", s]
-    out = run_dtrain(*args, env={"OMP_WAIT_POLICY": "passive"})
-    assert out.returncode == 0, out.stderr
-    return {k: float(v) for k, v in (l.split(": ") for l in out.stdout.splitlines())}
 
 
 def assert_same_checkpoints(a_dir, b_dir, step):
