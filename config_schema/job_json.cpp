@@ -76,8 +76,8 @@ void add_stages_json(const DataSourceSpec& d, Json& j) {
     else if (m.op == "random_flip") args = m.mode;
     else if (m.op == "random_brightness") args = Json{{"max_delta", m.max_delta}};
     else if (m.op == "random_contrast") args = Json{{"lower", m.lower}, {"upper", m.upper}};
-    else if (m.op == "random_resized_crop") args = Json{{"size", m.size}, {"scale", m.scale_range}, {"ratio", m.ratio}};
-    else if (m.op == "resize_center_crop") args = Json{{"resize", m.resize}, {"size", m.size}};
+    else if (m.op == "random_resized_crop") args = Json{{"size", m.size}, {"scale", m.scale_range}, {"ratio", m.ratio}, {"dct_scaling", m.dct_scaling}};
+    else if (m.op == "resize_center_crop") args = Json{{"resize", m.resize}, {"size", m.size}, {"dct_scaling", m.dct_scaling}};
     if (!m.op.empty()) ops.push_back(Json{{m.op, args}});
   }
   j["map"] = ops;
@@ -108,7 +108,9 @@ Json source_json(const DataSourceSpec& d) {
   j["on_error"] = d.on_error;
   Json features = Json::object();
   for (const FeatureSpec& f : d.features) {
-    Json fj{{"dtype", f.dtype}, {"shape", f.shape}};
+    Json shape = Json::array();
+    for (int64_t dim : f.shape) shape.push_back(dim < 0 ? Json(nullptr) : Json(dim));  // -1: a varying size
+    Json fj{{"dtype", f.dtype}, {"shape", shape}};
     if (!f.decode.empty()) fj["decode"] = f.decode;
     if (f.variable) fj["variable"] = true;
     if (f.default_value) fj["default"] = *f.default_value;

@@ -158,7 +158,7 @@ struct FeatureSpec {
   std::string where;                // "job.yaml:22:14" of this feature's node
   std::string dtype;                // float | int64 | bytes
   std::string decode;               // bytes: raw_uint8 (the bytes are pixels of `shape`) | png ([h, w, c])
-  std::vector<int64_t> shape;       // values per example; [] = one value
+  std::vector<int64_t> shape;       // values per example; [] = one value; -1 = null (a jpeg's varying height, width)
   bool variable = false;            // up to num_elements(shape) values, padded with default_value
   std::optional<double> default_value;  // fills a missing feature or pads a variable one
   std::string problem;              // non-empty: what is wrong with this entry
@@ -183,6 +183,7 @@ struct MapOpSpec {
   std::vector<double> scale_range{0.08, 1.0};      // random_resized_crop: area fraction (key scale)
   std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};  // random_resized_crop: width / height
   int64_t resize = 0;           // resize_center_crop: the shorter side before the crop
+  bool dct_scaling = true;      // random_resized_crop, resize_center_crop: fused JPEG decode at a DCT scale
   std::string problem;          // non-empty: what is wrong with this entry
 };
 

@@ -182,8 +182,13 @@ std::vector<FeatureSpec> read_features(const Node* node) {
           continue;
         }
         for (const Node& d : v.items) {
+          if (value_type(d) == ValueType::kNull) {  // a size that varies per example (decode: jpeg checks where)
+            f.shape.push_back(-1);
+            continue;
+          }
           if (value_type(d) != ValueType::kInteger || as_int(d) < 1) {
-            fail("shape: expected a list of integers >= 1, got " + describe_value(d) + " in it");
+            fail("shape: expected a list of integers >= 1 (or null for a JPEG's varying height and width), got " +
+                 describe_value(d) + " in it");
             break;
           }
           f.shape.push_back(as_int(d));
@@ -241,6 +246,7 @@ std::vector<MapOpSpec> read_map_ops(const Node* node) {
     args.read("scale", m.scale_range);
     args.read("ratio", m.ratio);
     args.read("resize", m.resize);
+    args.read("dct_scaling", m.dct_scaling);
     out.push_back(m);
   }
   return out;

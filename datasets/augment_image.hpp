@@ -18,9 +18,12 @@ struct ImageDims {
 // REQUIRES: 0 <= offset_y, offset_x <= 2 * padding. `scratch` is reused storage.
 void crop_padded(float* img, ImageDims d, int64_t padding, int64_t offset_y, int64_t offset_x,
                  std::vector<float>& scratch);
+void crop_padded(uint8_t* img, ImageDims d, int64_t padding, int64_t offset_y, int64_t offset_x,
+                 std::vector<uint8_t>& scratch);
 
 // Mirrors `img` left-right (column x becomes column W-1-x).
 void flip_horizontal(float* img, ImageDims d);
+void flip_horizontal(uint8_t* img, ImageDims d);
 
 // Each channel c: x = (x - mean_c) * factor + mean_c, mean_c over all H x W
 // pixels of channel c (tf.image.adjust_contrast).

@@ -15,6 +15,13 @@ namespace dtrain {
 
 namespace {
 
+// "[null, null, 3]": shape_str with the varying sizes (-1) as the job writes them.
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out;
+  for (int64_t d : shape) out += (out.empty() ? "" : ", ") + (d < 0 ? std::string("null") : std::to_string(d));
+  return "[" + out + "]";
+}
+
 std::string feature_prefix(const std::string& prefix, const FeatureSpec& f) {
   return prefix + "features." + f.name + ": ";
 }
@@ -29,13 +36,19 @@ Status check_feature(const FeatureSpec& f, const std::string& prefix) {
     return config_error(at + (f.decode.empty() ? std::string("bytes features need decode: raw_uint8, png or jpeg")
                                                : "decode \"" + f.decode + "\" is not one of raw_uint8, png, jpeg"));
   }
-  if (f.decode == "jpeg" && (f.shape.size() != 3 || (f.shape[2] != 1 && f.shape[2] != 3) || f.variable)) {
-    return config_error(at + "decode jpeg needs a fixed shape [height, width, channels] with 1 or 3 channels, got " +
-                        shape_str(f.shape));
+  const bool open_size = std::any_of(f.shape.begin(), f.shape.end(), [](int64_t d) { return d < 0; });
+  if (f.decode == "jpeg" &&
+      (f.shape.size() != 3 || (f.shape[2] != 1 && f.shape[2] != 3) || f.variable || (f.shape[0] < 0) != (f.shape[1] < 0))) {
+    return config_error(at + "decode jpeg needs a shape [height, width, channels] with 1 or 3 channels, or [null, null, "
+                             "channels] for images of varying size, got " + shape_text(f.shape));
+  }
+  if (open_size && f.decode != "jpeg") {
+    return config_error(at + "null sizes are for the height and width of decode: jpeg images, got shape " +
+                        shape_text(f.shape) + (f.decode.empty() ? "" : " with decode " + f.decode));
   }
   if (f.decode == "png" && (f.shape.size() != 3 || f.shape[2] > 4 || f.variable)) {
     return config_error(at + "decode png needs a fixed shape [height, width, channels] with 1-4 channels, got " +
-                        shape_str(f.shape));
+                        shape_text(f.shape));
   }
   if (f.dtype != "bytes" && !f.decode.empty()) return config_error(at + "decode applies only to dtype bytes");
   if (f.variable && f.shape.empty()) return config_error(at + "variable needs a shape giving the maximum length");
@@ -140,6 +153,12 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
     }
     layout.inputs = std::move(ordered);
   }
+  for (const FeatureSpec& f : layout.inputs) {
+    if (layout.inputs.size() > 1 && f.shape.size() == 3 && f.shape[0] < 0) {
+      return config_error(feature_prefix(prefix, f) + "images of varying size (shape " + shape_text(f.shape) +
+                          ") must be the only input feature");
+    }
+  }
   if (layout.inputs.size() == 1) {
     layout.feature_shape = layout.inputs[0].shape.empty() ? Shape{1} : layout.inputs[0].shape;
   } else {
@@ -161,6 +180,29 @@ Status decode_example(std::string_view record, const ExampleLayout& layout, floa
     if (Status s = decode_feature(ex, f, features, where); !s) return s;
     features += num_elements(f.shape);
   }
+  return decode_feature(ex, layout.label, label, where);
+}
+
+Status split_example(std::string_view record, const ExampleLayout& layout, float* label, std::string& image,
+                     const std::string& where) {
+  tensorflow::Example ex;
+  if (!ex.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+    return data_error(where + ": not a tf.Example (protobuf parse failed)");
+  }
+  const FeatureSpec& f = layout.inputs[0];
+  auto& map = *ex.mutable_features()->mutable_feature();
+  const auto it = map.find(f.name);
+  if (it == map.end()) return data_error(fmt::format("{}: feature \"{}\" is missing and has no default", where, f.name));
+  if (!it->second.has_bytes_list()) {
+    return data_error(fmt::format("{}: feature \"{}\" holds {} values but the spec says dtype {}", where, f.name,
+                                  kind_name(it->second), f.dtype));
+  }
+  auto* list = it->second.mutable_bytes_list()->mutable_value();
+  if (list->size() != 1) {
+    return data_error(fmt::format("{}: feature \"{}\" has {} byte strings but a JPEG image needs 1", where, f.name,
+                                  list->size()));
+  }
+  image.swap(*list->Mutable(0));
   return decode_feature(ex, layout.label, label, where);
 }
 

@@ -43,6 +43,13 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
 Status decode_example(std::string_view record, const ExampleLayout& layout, float* features, float* label,
                       const std::string& where);
 
+// The streamed JPEG path's parse: decodes the label as decode_example does
+// and moves the encoded bytes of the one input feature (decode: jpeg) into
+// `image`, leaving their decoding to the caller. Errors as decode_example's.
+// REQUIRES: layout.inputs is one bytes feature.
+Status split_example(std::string_view record, const ExampleLayout& layout, float* label, std::string& image,
+                     const std::string& where);
+
 // A serialized tf.Example {"image": n values, "label": label_n values}:
 // the image as one bytes value of raw uint8 pixels when `image_uint8` (every
 // value must then be an integer in 0..255) else a float_list; the label as an

@@ -19,12 +19,13 @@ bool is_image(const Shape& s) { return s.size() == 2 || s.size() == 3; }
 
 ImageDims image_dims(const Shape& s) { return ImageDims{s[0], s[1], s.size() == 3 ? s[2] : 1}; }
 
-std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-
-// Element i of the random stream of operation `stage` for one example.
-CounterRng example_rng(uint64_t seed_key, size_t stage, int64_t epoch, int64_t id) {
-  return CounterRng(hash64(fmt::format("/{}/{}", stage, epoch), seed_key), static_cast<uint64_t>(id));
+// "[null, null, 3]" for the varying sizes (-1) as the job writes them.
+std::string shape_text(const Shape& s) {
+  std::string out;
+  for (int64_t d : s) out += (out.empty() ? "" : ", ") + (d < 0 ? std::string("null") : std::to_string(d));
+  return "[" + out + "]";
 }
+
 
 float saturate_trunc(float x, float lo, float hi) {
   if (std::isnan(x)) return 0.0f;
@@ -32,6 +33,10 @@ float saturate_trunc(float x, float lo, float hi) {
 }
 
 }  // namespace
+
+CounterRng MapPlan::example_rng(size_t stage, int64_t epoch, int64_t id) const {
+  return CounterRng(hash64(fmt::format("/{}/{}", stage, epoch), seed_key_), static_cast<uint64_t>(id));
+}
 
 Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& feature_shape, const Shape& label_shape,
                               uint64_t seed, const std::string& spec_where, const std::string& name, double scale) {
@@ -58,6 +63,14 @@ Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& fe
                               shape_text(shape)));
     }
     if (needs_image) op.in = image_dims(shape);
+    const bool open_size = std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+    if (open_size && !resizes) {
+      return fail(fmt::format("the images' height and width vary (shape {}), so the map must start with "
+                              "random_resized_crop or resize_center_crop (which give every image one size); got {}",
+                              shape_text(shape), op.kind));
+    }
+    op.in_shape = shape;
+    op.dct_scaling = spec.dct_scaling;
     if (resizes) {
       if (scale != 1.0) {
         return fail(fmt::format("{} works on pixels 0..255, but data scale {} is applied before the map; remove "
@@ -133,8 +146,15 @@ Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& fe
     } else if (op.kind == "resize_center_crop") {
       if (spec.resize < 1) return fail(fmt::format("resize_center_crop: resize must be at least 1, got {}", spec.resize));
       op.resize = spec.resize;
-      const ResizeCrop r = resize_center_crop_box(op.in.h, op.in.w, op.resize, op.out_h, op.out_w);
+      // Images of varying size: resize >= the crop makes every one hold it.
+      const ResizeCrop r = open_size ? ResizeCrop{op.resize, op.resize, {}}
+                                     : resize_center_crop_box(op.in.h, op.in.w, op.resize, op.out_h, op.out_w);
       if (r.new_h < op.out_h || r.new_w < op.out_w) {
+        if (open_size) {
+          return fail(fmt::format("resize_center_crop: size [{}, {}] does not fit in images whose shorter side is "
+                                  "resized to {} (the images' sizes vary); expected resize >= {}",
+                                  op.out_h, op.out_w, op.resize, std::max(op.out_h, op.out_w)));
+        }
         return fail(fmt::format("resize_center_crop: size [{}, {}] does not fit in the resized image [{}, {}] (the "
                                 "shorter side of [{}, {}] resized to {}); expected resize >= {}",
                                 op.out_h, op.out_w, r.new_h, r.new_w, op.in.h, op.in.w, op.resize,
@@ -151,15 +171,20 @@ Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& fe
     }
     plan.ops_.push_back(std::move(op));
   }
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; })) {
+    return config_error(fmt::format("{}{}: the images' height and width vary (shape {}), so it needs a map that starts "
+                                    "with random_resized_crop or resize_center_crop (which give every image one size)",
+                                    spec_where.empty() ? "" : spec_where + ": ", name, shape_text(shape)));
+  }
   plan.out_shape_ = shape;
   return plan;
 }
 
-Status MapPlan::apply(Batch& batch, const std::vector<int64_t>& epochs) const {
+Status MapPlan::apply(Batch& batch, const std::vector<int64_t>& epochs, size_t first) const {
   const auto b = static_cast<int64_t>(batch.ids.size());
   std::vector<float> scratch;
-  Shape shape = feature_shape_;  // one example's shape before ops_[s]
-  for (size_t s = 0; s < ops_.size(); ++s) {
+  Shape shape = first < ops_.size() ? ops_[first].in_shape : out_shape_;  // one example's shape before ops_[s]
+  for (size_t s = first; s < ops_.size(); ++s) {
     const Op& op = ops_[s];
     const int64_t row = num_elements(shape);
     const int64_t channels = shape.empty() ? 1 : shape.back();
@@ -175,7 +200,7 @@ Status MapPlan::apply(Batch& batch, const std::vector<int64_t>& epochs) const {
         float* y = out.data() + r * out_row;
         if (op.kind == "random_resized_crop") {
           const CounterRng rng =
-              example_rng(seed_key_, s, epochs[static_cast<size_t>(r)], batch.ids[static_cast<size_t>(r)]);
+              example_rng(s, epochs[static_cast<size_t>(r)], batch.ids[static_cast<size_t>(r)]);
           uint64_t k = 0;
           const CropBox box = random_resized_crop_box(dims.h, dims.w, op.scale_lo, op.scale_hi, op.ratio_lo,
                                                       op.ratio_hi, [&] { return static_cast<double>(rng.uniform(k++)); });
@@ -210,7 +235,7 @@ Status MapPlan::apply(Batch& batch, const std::vector<int64_t>& epochs) const {
     }
     for (int64_t r = 0; r < b; ++r) {
       float* x = batch.features.data() + r * row;
-      const CounterRng rng = example_rng(seed_key_, s, epochs[static_cast<size_t>(r)], batch.ids[static_cast<size_t>(r)]);
+      const CounterRng rng = example_rng(s, epochs[static_cast<size_t>(r)], batch.ids[static_cast<size_t>(r)]);
       if (op.kind == "normalize") {
         const bool per_channel_mean = op.mean.size() > 1, per_channel_std = op.std.size() > 1;
         for (int64_t k = 0; k < row; ++k) {

@@ -12,6 +12,7 @@
 #include "datasets/augment_image.hpp"
 #include "datasets/dataset.hpp"
 #include "engine/status.hpp"
+#include "engine/rng.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {
@@ -28,7 +29,9 @@ class MapPlan {
   // resize_center_crop need images, size [h, w] >= 1, 0 < scale <= 1, 0 <
   // ratio, resize >= 1 and a resized image that holds the crop; they work on
   // pixels 0..255, so `scale` (data.*.scale, applied before the map) must be
-  // 1. Each operation sees the shape the ones before it left. Problems are
+  // 1. Each operation sees the shape the ones before it left. Features of
+  // varying height and width (-1 in feature_shape, streamed JPEGs) need
+  // random_resized_crop or resize_center_crop first, which fixes the size. Problems are
   // kConfig errors "<op.where>: <name>.map[i]: ..." (or spec_where when
   // op.where is empty).
   static Result<MapPlan> make(const std::vector<MapOpSpec>& ops, const Shape& feature_shape, const Shape& label_shape,
@@ -46,8 +49,15 @@ class MapPlan {
   //   labels   (B, label shape...) become (B, label_shape()).
   // epochs[r] is the epoch of example r (batch.ids[r]). A label that one_hot
   // cannot encode gives a kData error. Thread-safe: const, no shared state.
+  // first: apply only the operations from index `first` on, to features of
+  // the shape the ones before it leave (the streamed JPEG path runs the
+  // leading ones per example, datasets/jpeg_rows.hpp).
   // REQUIRES: epochs.size() == batch.ids.size().
-  Status apply(Batch& batch, const std::vector<int64_t>& epochs) const;
+  Status apply(Batch& batch, const std::vector<int64_t>& epochs, size_t first = 0) const;
+
+  // The random stream of operation `stage` for example `id` in `epoch`
+  // (element k of it is rng.uniform(k)).
+  CounterRng example_rng(size_t stage, int64_t epoch, int64_t id) const;
 
   struct Op {
     std::string kind;          // MapOpSpec::op
@@ -61,7 +71,10 @@ class MapPlan {
     int64_t out_h = 0, out_w = 0;  // random_resized_crop, resize_center_crop: the result
     double scale_lo = 0, scale_hi = 0, ratio_lo = 0, ratio_hi = 0;  // random_resized_crop
     int64_t resize = 0;        // resize_center_crop
+    bool dct_scaling = true;   // random_resized_crop, resize_center_crop: see MapOpSpec
+    Shape in_shape;            // one example's features before this operation
   };
+  const std::vector<Op>& ops() const { return ops_; }
 
  private:
   std::vector<Op> ops_;

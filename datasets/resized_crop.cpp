@@ -13,26 +13,6 @@ namespace {
 // Python's round() to an integer: half to even (the default rounding mode).
 int64_t round_even(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
 
-// One axis of torch's bilinear interpolation: source index and weight of each
-// output position.
-struct Taps {
-  std::vector<int64_t> i0, i1;
-  std::vector<float> l1;  // weight of i1; i0 gets 1 - l1
-};
-
-Taps taps(int64_t in, int64_t out) {
-  Taps t;
-  const float scale = static_cast<float>(in) / static_cast<float>(out);
-  for (int64_t o = 0; o < out; ++o) {
-    const float src = std::max(0.0f, scale * (static_cast<float>(o) + 0.5f) - 0.5f);
-    const auto i0 = std::min(static_cast<int64_t>(src), in - 1);
-    t.i0.push_back(i0);
-    t.i1.push_back(std::min(i0 + 1, in - 1));
-    t.l1.push_back(src - static_cast<float>(i0));
-  }
-  return t;
-}
-
 }  // namespace
 
 CropBox random_resized_crop_box(int64_t h, int64_t w, double scale_lo, double scale_hi, double ratio_lo,
@@ -73,10 +53,60 @@ ResizeCrop resize_center_crop_box(int64_t h, int64_t w, int64_t resize, int64_t 
   return r;
 }
 
+BilinearTaps bilinear_taps(int64_t start, int64_t extent, int64_t out, int k, int64_t scaled_size) {
+  BilinearTaps t;
+  t.i0.reserve(static_cast<size_t>(out));
+  t.i1.reserve(static_cast<size_t>(out));
+  t.l1.reserve(static_cast<size_t>(out));
+  if (k == 8) {  // torch's own arithmetic, relative to the window
+    const float scale = static_cast<float>(extent) / static_cast<float>(out);
+    for (int64_t o = 0; o < out; ++o) {
+      const float src = std::max(0.0f, scale * (static_cast<float>(o) + 0.5f) - 0.5f);
+      const auto i0 = std::min(static_cast<int64_t>(src), extent - 1);
+      t.i0.push_back(start + i0);
+      t.i1.push_back(start + std::min(i0 + 1, extent - 1));
+      t.l1.push_back(src - static_cast<float>(i0));
+    }
+    return t;
+  }
+  const double s = k / 8.0, first = static_cast<double>(start) * s, size = static_cast<double>(extent) * s;
+  const double scale = size / static_cast<double>(out);
+  const int64_t last = std::min(scaled_size - 1, static_cast<int64_t>(std::ceil(first + size)) - 1);
+  for (int64_t o = 0; o < out; ++o) {
+    const double pos = first + std::max(0.0, scale * (static_cast<double>(o) + 0.5) - 0.5);
+    const int64_t i0 = std::min(static_cast<int64_t>(pos), last);
+    t.i0.push_back(i0);
+    t.i1.push_back(std::min(i0 + 1, last));
+    t.l1.push_back(static_cast<float>(std::clamp(pos - static_cast<double>(i0), 0.0, 1.0)));
+  }
+  return t;
+}
+
+void resample_bilinear_u8(const uint8_t* src, int64_t src_stride, int64_t c, int64_t y0, int64_t x0,
+                          const BilinearTaps& ty, const BilinearTaps& tx, uint8_t* out) {
+  const size_t out_w = tx.i0.size();
+  for (size_t oy = 0; oy < ty.i0.size(); ++oy) {
+    const uint8_t* r0 = src + (ty.i0[oy] - y0) * src_stride;
+    const uint8_t* r1 = src + (ty.i1[oy] - y0) * src_stride;
+    const float h1 = ty.l1[oy], h0 = 1.0f - h1;
+    uint8_t* o = out + oy * out_w * static_cast<size_t>(c);
+    for (size_t ox = 0; ox < out_w; ++ox) {
+      const int64_t a = (tx.i0[ox] - x0) * c, b = (tx.i1[ox] - x0) * c;
+      const float w1 = tx.l1[ox], w0 = 1.0f - w1;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        // The same expression as resize_bilinear_u8, so both round alike.
+        const float v = h0 * (w0 * static_cast<float>(r0[a + ch]) + w1 * static_cast<float>(r0[b + ch])) +
+                        h1 * (w0 * static_cast<float>(r1[a + ch]) + w1 * static_cast<float>(r1[b + ch]));
+        *o++ = static_cast<uint8_t>(std::clamp(std::nearbyint(v), 0.0f, 255.0f));
+      }
+    }
+  }
+}
+
 void resize_bilinear_u8(const float* in, ImageDims d, CropBox box, int64_t out_h, int64_t out_w, float* out) {
-  const Taps ty = taps(box.height, out_h), tx = taps(box.width, out_w);
+  const BilinearTaps ty = bilinear_taps(box.top, box.height, out_h), tx = bilinear_taps(box.left, box.width, out_w);
   const int64_t row = d.w * d.c;
-  auto at = [&](int64_t y, int64_t x, int64_t c) { return in[(box.top + y) * row + (box.left + x) * d.c + c]; };
+  auto at = [&](int64_t y, int64_t x, int64_t c) { return in[y * row + x * d.c + c]; };
   for (int64_t oy = 0; oy < out_h; ++oy) {
     const auto sy = static_cast<size_t>(oy);
     const float h1 = ty.l1[sy], h0 = 1.0f - h1;

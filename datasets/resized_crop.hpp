@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "datasets/augment_image.hpp"
 
@@ -37,6 +38,28 @@ struct ResizeCrop {
   CropBox crop;                  // the window of the resized image that is kept
 };
 ResizeCrop resize_center_crop_box(int64_t h, int64_t w, int64_t resize, int64_t out_h, int64_t out_w);
+
+// One axis of the bilinear resize: output position o reads source positions
+// i0[o] and i1[o], i1 with weight l1[o] and i0 with 1 - l1[o].
+struct BilinearTaps {
+  std::vector<int64_t> i0, i1;
+  std::vector<float> l1;
+};
+
+// The taps of resizing source positions start..start+extent-1 to `out`
+// positions (half-pixel centres, torch's align_corners=False, no
+// antialiasing, clamped to the window). On an axis decoded at k/8 of its full
+// size (scaled_size positions) the window becomes [start k/8, (start +
+// extent) k/8) and the taps are positions of the scaled axis; k = 8 computes
+// in float32 exactly as torch.
+// REQUIRES: extent, out >= 1; 1 <= k <= 8; scaled_size >= 1 when k < 8.
+BilinearTaps bilinear_taps(int64_t start, int64_t extent, int64_t out, int k = 8, int64_t scaled_size = 0);
+
+// out (ty x tx x c, HWC) = the bilinear samples of `src` at the taps, where
+// src's row r holds position y0 + r and column x position x0 + x
+// (`src_stride` values a row); rounded half to even and clamped to 0..255.
+void resample_bilinear_u8(const uint8_t* src, int64_t src_stride, int64_t c, int64_t y0, int64_t x0,
+                          const BilinearTaps& ty, const BilinearTaps& tx, uint8_t* out);
 
 // Bilinear resize (half-pixel centres, torch's align_corners=False, no
 // antialiasing) of the window `box` of `in` (dims `d`) to out_h x out_w,

@@ -13,6 +13,7 @@
 
 #include "datasets/example_decode.hpp"
 #include "datasets/file_glob.hpp"
+#include "datasets/jpeg_rows.hpp"
 #include "datasets/map_ops.hpp"
 #include "datasets/map_pool.hpp"
 #include "datasets/prefetch.hpp"
@@ -44,7 +45,9 @@ class StreamInput final : public Input {
       : parts_(std::move(parts)),
         stream_(std::make_unique<RecordStream>(parts_.stream)),
         state_(stream_->snapshot()),
-        pool_(parts_.threads > 1 ? std::make_unique<MapPool>(parts_.threads) : nullptr) {}
+        pool_(parts_.threads > 1 ? std::make_unique<MapPool>(parts_.threads) : nullptr),
+        jpeg_(JpegRows::make(parts_.layout, parts_.map, parts_.scale)),
+        scratch_(static_cast<size_t>(std::max(1, parts_.threads))) {}
 
   ~StreamInput() override { prefetcher_.reset(); }  // joins the thread before stream_ and pool_ go
 
@@ -126,7 +129,7 @@ class StreamInput final : public Input {
     if (hi == lo) return std::optional<Batch>();
     const int64_t b = hi - lo;
     const ExampleLayout& layout = parts_.layout;
-    Shape fshape = layout.feature_shape, lshape = layout.label_shape;
+    Shape fshape = jpeg_ ? jpeg_->row_shape() : layout.feature_shape, lshape = layout.label_shape;
     fshape.insert(fshape.begin(), b);
     lshape.insert(lshape.begin(), b);
     Batch out{Tensor(fshape), Tensor(lshape), {}};
@@ -137,7 +140,7 @@ class StreamInput final : public Input {
       out.ids.push_back(stream_record_id(records[static_cast<size_t>(r)].ref));
       epochs.push_back(records[static_cast<size_t>(r)].epoch);
     }
-    const int64_t frow = num_elements(layout.feature_shape), lrow = num_elements(layout.label_shape);
+    const int64_t frow = num_elements(Shape(fshape.begin() + 1, fshape.end())), lrow = num_elements(layout.label_shape);
     // Rows decode independently; the error reported is the first bad row's.
     const int chunks = pool_ ? static_cast<int>(std::min<int64_t>(pool_->threads(), b)) : 1;
     std::vector<Status> status(static_cast<size_t>(chunks));
@@ -145,9 +148,19 @@ class StreamInput final : public Input {
       try {
         for (int64_t r = b * c / chunks; r < b * (c + 1) / chunks; ++r) {
           const StreamRecord& rec = records[static_cast<size_t>(lo + r)];
+          const std::string where =
+              fmt::format("{}: record {}", parts_.stream.files[static_cast<size_t>(rec.ref.file)], rec.ref.index);
+          if (jpeg_) {
+            Status s = jpeg_->run(rec.data, rec.epoch, out.ids[static_cast<size_t>(r)], out.features.data() + r * frow,
+                                  out.labels.data() + r * lrow, scratch_[static_cast<size_t>(c)], where);
+            if (!s) {
+              status[static_cast<size_t>(c)] = s;
+              return;
+            }
+            continue;  // scaled (and normalized where the map says) already
+          }
           Status s = decode_example(rec.data, layout, out.features.data() + r * frow, out.labels.data() + r * lrow,
-                                    fmt::format("{}: record {}", parts_.stream.files[static_cast<size_t>(rec.ref.file)],
-                                                rec.ref.index));
+                                    where);
           if (!s) {
             status[static_cast<size_t>(c)] = s;
             return;
@@ -170,7 +183,7 @@ class StreamInput final : public Input {
       if (!s) return s.error();
     }
     if (!parts_.map.empty()) {
-      if (Status s = parts_.map.apply(out, epochs); !s) return s.error();
+      if (Status s = parts_.map.apply(out, epochs, jpeg_ ? jpeg_->rest() : 0); !s) return s.error();
     }
     return std::optional<Batch>(std::move(out));
   }
@@ -180,6 +193,8 @@ class StreamInput final : public Input {
   std::shared_ptr<const InputState> state_;  // after the batches delivered; consumer thread only
   int64_t position_ = 0;
   const std::unique_ptr<MapPool> pool_;
+  const std::optional<JpegRows> jpeg_;  // one JPEG feature: decoded fused with the map's pixel operations
+  std::vector<JpegRows::Scratch> scratch_;  // one per decode chunk (prefetch thread's)
   std::unique_ptr<Prefetcher> prefetcher_;  // last member: destroyed first
 };
 
@@ -257,8 +272,12 @@ Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, con
   // What the pipeline holds besides the shuffle buffer: the decoded batches
   // (queued, being made, and the one the caller holds) and the open files' buffers.
   const int64_t rows = options.global_batch;
-  const int64_t batch_bytes =
-      rows * (num_elements(parts.layout.feature_shape) + num_elements(parts.map.label_shape())) * 4;
+  // A batch's features: the decoded rows (a JPEG's after its pixel
+  // operations), then what the rest of the map makes of them.
+  const auto jpeg = JpegRows::make(parts.layout, parts.map, static_cast<float>(spec.scale));
+  const int64_t row_elements = std::max(num_elements(jpeg ? jpeg->row_shape() : parts.layout.feature_shape),
+                                        num_elements(parts.map.feature_shape()));
+  const int64_t batch_bytes = rows * (row_elements + num_elements(parts.map.label_shape())) * 4;
   const int64_t held = batch_bytes * (spec.prefetch + 2) + st.cycle_length * (256 << 10);
   std::string budget = "no max_buffer_mb";
   if (spec.max_buffer_mb) {

@@ -26,6 +26,12 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
   }
   auto layout = make_example_layout(spec, ctx.prefix, ctx.inputs);
   if (!layout) return layout.error();
+  if (layout->feature_shape.size() == 3 && layout->feature_shape[0] < 0) {
+    return config_error(fmt::format("{}features.{}: images of varying size (shape [null, null, {}]) are read with "
+                                    "stream: true only (a source read whole holds every image at one size); add "
+                                    "stream: true, or give the images' one size",
+                                    ctx.prefix, layout->inputs[0].name, layout->feature_shape[2]));
+  }
   std::vector<std::string> patterns;
   for (const std::string& p : spec.files) patterns.push_back(resolve_source_path(p, ctx.base_dir));
   auto files = glob_files(patterns);

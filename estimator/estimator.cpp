@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cassert>
 #include <filesystem>
 #include <fstream>
@@ -83,6 +84,23 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
         if (auto layout = make_example_layout(**spec, prefix, names.input_names); !layout) return layout.error();
       }
       continue;  // the formats that name their inputs take their shapes from their files
+    }
+    for (const FeatureSpec& f : (*spec)->features) {
+      if ((*spec)->format != "tfrecord" || std::none_of(f.shape.begin(), f.shape.end(), [](int64_t d) { return d < 0; })) {
+        continue;
+      }
+      if ((*spec)->stream) {  // the map must fix the size (the files are read when training starts)
+        auto layout = make_example_layout(**spec, prefix);
+        if (!layout) return layout.error();
+        auto map = MapPlan::make((*spec)->map, layout->feature_shape, layout->label_shape, 0, (*spec)->where,
+                                 std::string("data.") + role, (*spec)->scale);
+        if (!map) return map.error();
+        continue;
+      }
+      return config_error(fmt::format("{}: data.{}: features.{}: images of varying size (null height and width) are "
+                                      "read with stream: true only (a source read whole holds every image at one "
+                                      "size); add stream: true, or give the images' one size",
+                                      f.where, role, f.name));
     }
     auto shapes = declared_shapes(**spec);
     if (!shapes) continue;

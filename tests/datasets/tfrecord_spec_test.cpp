@@ -61,7 +61,8 @@ TEST_CASE("tfrecord spec: malformed feature entries are kConfig errors naming th
   auto load = load_source(*job->data.train, SourceContext{"", "data.train: "});
   REQUIRE_FALSE(load.ok());
   CHECK(load.error().kind == ErrorKind::kConfig);
-  CHECK(load.error().message == "data.train: features.x: shape: expected a list of integers >= 1, got 0 in it");
+  CHECK(load.error().message == "data.train: features.x: shape: expected a list of integers >= 1 (or null for a JPEG's varying height and "
+        "width), got 0 in it");
 
   DataSourceSpec s = data_testing::generated_spec(data_testing::tfrecord_dir() + "/plain.tfrecord");
   auto error_of = [&](const DataSourceSpec& spec) {

@@ -85,3 +85,32 @@ def write_shards(directory, shards, records_per_shard, size, distinct=64):
         total += path.stat().st_size
         paths.append(path)
     return paths, total
+
+
+def photo_jpegs(sizes, seed=0, quality=90):
+    """One JPEG per (height, width) in sizes: smooth gradients and stripes with mild noise, quality 90
+    with Pillow's default 4:2:0 chroma subsampling (as photographs are stored)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, (h, w) in enumerate(sizes):
+        y, x = np.mgrid[0:h, 0:w]
+        pixels = np.stack([128 + 60 * np.sin(x * (0.05 + 0.02 * c) + i) * np.cos(y * 0.07) + (x - y) * 0.3
+                           for c in range(3)], axis=-1) + rng.normal(0, 6, (h, w, 3))
+        buf = io.BytesIO()
+        Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8)).save(buf, format="JPEG", quality=quality)
+        out.append(buf.getvalue())
+    return out
+
+
+def write_sized_shards(directory, shards, sizes):
+    """shards files directory/data-0000K-of-0000N.tfrecord holding one photo_jpegs image per size (label i % 10),
+    dealt round-robin; returns the paths."""
+    framed = [frame(example(j, i % 10)) for i, j in enumerate(photo_jpegs(sizes))]
+    paths = []
+    for s in range(shards):
+        path = directory / f"data-{s:05d}-of-{shards:05d}.tfrecord"
+        with open(path, "wb") as f:
+            for r in framed[s::shards]:
+                f.write(r)
+        paths.append(path)
+    return paths
