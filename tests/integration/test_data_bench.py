@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import dtrain_bin, peak_rss_command, read_peak_rss_kib, run_dtrain
+from conftest import SOURCE_ROOT, dtrain_bin, peak_rss_command, read_peak_rss_kib, run_dtrain
 from jpeg_shards import jpegs, write_shards
 
 SHARDS, RECORDS, SIZE, DISTINCT = 2, 40, 32, 8
@@ -123,3 +123,21 @@ def test_bad_data_gives_the_loaders_error(tmp_path):
     assert missing.returncode == 3
     assert missing.stderr == f"dtrain: {tmp_path}/nothing-*.tfrecord: no file matches\n"
     assert missing.stdout == ""
+
+
+def test_jpeg_decode_limit_decodes_every_image_whole(tmp_path):
+    """bench/jpeg_decode_limit, bench_images.py's ceiling: every record decoded at full size
+    (the pixel count of a pass) to the pixels Pillow decodes (their mean)."""
+    tool = SOURCE_ROOT / "build/bench/jpeg_decode_limit"
+    if not tool.exists():
+        pytest.skip(f"{tool} not built")
+    make_job(tmp_path)
+    out = subprocess.run([tool, tmp_path / "shards/data-*.tfrecord", "--min-seconds", "0.05"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    assert r["images"] == SHARDS * RECORDS and r["pixels_per_pass"] == SHARDS * RECORDS * SIZE * SIZE
+    assert r["passes"] >= 1 and r["images_per_sec"] == pytest.approx(r["passes"] * r["images"] / r["seconds"], rel=1e-4)
+    assert abs(r["pixel_mean"] - pillow_pixel_mean()) < 0.05
+    bad = subprocess.run([tool, tmp_path / "none-*.tfrecord"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 3 and bad.stderr.startswith("jpeg_decode_limit: ")
