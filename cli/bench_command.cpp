@@ -35,11 +35,13 @@ void print_text(const BenchCommandOptions& o, const InputBenchResult& r, int64_t
   const double mib = 1024.0 * 1024.0;
   if (!r.description.empty()) std::printf("%s\n", r.description.c_str());
   if (!r.threads.empty()) std::printf("%s\n", r.threads.c_str());
-  std::printf("data.%s: %lld batches (%lld examples) of global batch %lld after %lld warm-up%s; features %s, "
-              "mean %.4f, std %.4f, all finite\n",
+  const std::string values = r.float_features
+                                 ? fmt::format("mean {:.4f}, std {:.4f}, all finite", r.feature_mean, r.feature_std)
+                                 : std::string("int32 token ids");
+  std::printf("data.%s: %lld batches (%lld examples) of global batch %lld after %lld warm-up%s; features %s, %s\n",
               o.split.c_str(), static_cast<long long>(r.batches), static_cast<long long>(r.examples),
               static_cast<long long>(r.global_batch), static_cast<long long>(r.warmup_batches),
-              r.ended ? "; the input ended" : "", shape_str(r.feature_shape).c_str(), r.feature_mean, r.feature_std);
+              r.ended ? "; the input ended" : "", shape_str(r.feature_shape).c_str(), values.c_str());
   std::printf("examples/s: %.1f\n", r.examples / r.seconds);
   std::printf("batches/s: %.3f\n", r.batches / r.seconds);
   std::printf("MiB/s: %.1f (features delivered)\n", r.feature_bytes / mib / r.seconds);
@@ -62,8 +64,9 @@ void print_json(const BenchCommandOptions& o, const InputBenchResult& r, int64_t
   j["examples_per_sec"] = r.examples / r.seconds;
   j["batches_per_sec"] = r.batches / r.seconds;
   j["mib_per_sec"] = r.feature_bytes / (1024.0 * 1024.0) / r.seconds;
-  j["feature_mean"] = r.feature_mean;
-  j["feature_std"] = r.feature_std;
+  j["feature_dtype"] = r.float_features ? "float32" : "int32";
+  j["feature_mean"] = r.float_features ? nlohmann::ordered_json(r.feature_mean) : nlohmann::ordered_json(nullptr);
+  j["feature_std"] = r.float_features ? nlohmann::ordered_json(r.feature_std) : nlohmann::ordered_json(nullptr);
   j["ended"] = r.ended;
   j["peak_rss_kib"] = rss_kib;
   std::printf("%s\n", j.dump().c_str());

@@ -60,7 +60,8 @@ struct InputBenchResult {
   double seconds = 0;              // wall time of the timed batches
   double feature_bytes = 0;        // bytes of the features delivered in them
   double check_seconds = 0;        // of `seconds`, the time spent checking the batches
-  double feature_mean = 0, feature_std = 0;  // over every value of the timed batches
+  bool float_features = true;      // float32 features; false: int32 token ids (no mean or std)
+  double feature_mean = 0, feature_std = 0;  // over every value of the timed batches (float features)
   bool ended = false;              // the input ended before `batches` (or --batches 0)
 };
 

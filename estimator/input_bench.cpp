@@ -89,6 +89,7 @@ Result<InputBenchResult> Estimator::bench_input(const InputBenchOptions& options
   Shape want = r.feature_shape;
   want.insert(want.begin(), *batch);
   const bool floats = (*input)->feature_dtype() == DType::f32;
+  r.float_features = floats;
   double sum = 0, squares = 0, values = 0;
   Clock::time_point start = Clock::now();
   const int64_t total = options.batches == 0 ? -1 : options.warmup + options.batches;

@@ -141,3 +141,26 @@ def test_jpeg_decode_limit_decodes_every_image_whole(tmp_path):
     assert abs(r["pixel_mean"] - pillow_pixel_mean()) < 0.05
     bad = subprocess.run([tool, tmp_path / "none-*.tfrecord"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 3 and bad.stderr.startswith("jpeg_decode_limit: ")
+
+
+def test_a_value_that_is_not_finite_is_a_data_error(tmp_path):
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    x[5, 2] = np.nan
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", np.arange(10) % 3)
+    job = tmp_path / "nan.yaml"
+    job.write_text("model:\n  input: {shape: [4]}\n  layers: [{type: dense, units: 3}]\n"
+                   "  loss: sparse_softmax_cross_entropy\noptimizer: {type: sgd, learning_rate: 0.1}\n"
+                   "data:\n  train: {format: npy, images: x.npy, labels: y.npy, batch_size: 4}\n"
+                   f"run: {{model_dir: {tmp_path / 'run'}, max_steps: 1}}\n")
+    out = run_dtrain("data", "bench", job, "--warmup", "0", "--batches", "3")
+    assert out.returncode == 3
+    assert out.stderr == (f"dtrain: {job}:7:10: data.train: batch 1 holds nan at example 5 of the source (value 2 of "
+                          "its features): every feature must be finite\n")
+    assert out.stdout == ""
+    # The batch before it is fine: one batch is read and reported.
+    ok = run_dtrain("data", "bench", job, "--warmup", "0", "--batches", "1", "--json")
+    assert ok.returncode == 0, ok.stderr
+    r = json.loads(ok.stdout)
+    assert r["examples"] == 4 and r["feature_mean"] == pytest.approx(np.arange(16).mean())
+    assert r["feature_std"] == pytest.approx(np.arange(16).std(), rel=1e-6)
