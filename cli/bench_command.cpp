@@ -92,7 +92,6 @@ int run_data_bench(const BenchCommandOptions& o) {
   load.overrides = o.overrides;
   auto job = load_job(o.job, load);
   if (!job) return report(job.error());
-  if (Status s = check_for_command(*job, o.split == "train" ? "train" : "evaluate"); !s) return report(s.error());
   EstimatorOptions options;
   options.log_format = LogFormat::kPlain;
   if (o.threads > 0) options.threads = o.threads;

@@ -60,9 +60,10 @@ Result<InputBenchResult> Estimator::bench_input(const InputBenchOptions& options
   const std::optional<DataSourceSpec>& source = train ? job_.data.train : job_.data.eval;
   const std::string name = "data." + options.role;
   if (!source) {
-    return config_error(fmt::format("{}: {}: not in the job; dtrain data bench reads data.train or data.eval "
-                                    "(--split)",
-                                    job_.source_path, name));
+    return config_error(fmt::format("{}: {}: not in the job, so there is no input to read; give the job a {} "
+                                    "section, or read {} (--split {})",
+                                    job_.source_path, name, name, train ? "data.eval" : "data.train",
+                                    train ? "eval" : "train"));
   }
   const DataSourceSpec& spec = *source;
   if (options.batches == 0 && spec.repeat) {

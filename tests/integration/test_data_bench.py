@@ -98,11 +98,21 @@ def test_json_one_epoch_counts_every_example_and_matches_pillow(tmp_path):
     assert 0.8 * outside <= r["peak_rss_kib"] <= outside * 1.05 + 1024, (r["peak_rss_kib"], outside)
 
 
-def test_eval_split_and_missing_source(tmp_path):
+def test_eval_split_reads_data_eval_to_its_end():
+    out = run_dtrain("data", "bench", SOURCE_ROOT / "sample_configs/mnist_cnn.yaml", "--split", "eval",
+                     "--batches", "0", "--warmup", "0", "--json")
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)
+    # data.eval: the last 1000 of the sample's 10,000 digits (skip 9000) in batches of 500, scaled to 0..1.
+    assert (r["split"], r["ended"], r["batches"], r["examples"], r["global_batch"]) == ("eval", True, 2, 1000, 500)
+    assert r["feature_shape"] == [28, 28, 1] and 0.05 < r["feature_mean"] < 0.25
+
+
+def test_missing_split_is_a_job_error(tmp_path):
     out = run_dtrain("data", "bench", make_job(tmp_path), "--split", "eval")
     assert out.returncode == 2
-    assert out.stderr == (f"dtrain: {tmp_path}/job.yaml: data.eval: required by \"dtrain evaluate\" but missing; "
-                          "expected a data.eval section with format idx, csv or synthetic\n")
+    assert out.stderr == (f"dtrain: {tmp_path}/job.yaml: data.eval: not in the job, so there is no input to read; "
+                          "give the job a data.eval section, or read data.train (--split train)\n")
 
 
 def test_batches_zero_on_a_repeating_input_is_refused(tmp_path):
