@@ -138,7 +138,8 @@ class Estimator {
   // model input's shape, every feature value finite and its labels fit the
   // model (a kData error names the batch and the example ids otherwise). Input
   // errors are the loaders' own (kConfig / kData). Reads no checkpoint and
-  // writes nothing.
+  // writes nothing: a text data.train builds its vocabulary from its files (as
+  // a first train does), data.eval takes evaluate()'s.
   Result<InputBenchResult> bench_input(const InputBenchOptions& options);
 
  private:
