@@ -7,7 +7,7 @@ core against libjpeg-turbo's own one-thread full-size decode of the same files (
 build/bench/jpeg_decode_limit).
 
     python3 bench/bench_images.py --tf-python /work/venv-tf/bin/python [--threads 1,2] [--pairs 3]
-        [--batches 8] [--warmup 2] [--images 0 (auto: ~10 s of decoding a pass)] [--fixed-size 375x500]
+        [--batches 10] [--warmup 3] [--images 0 (auto: ~10 s of decoding a pass)] [--fixed-size 375x500]
         [--work DIR] [--json-out FILE]
 
 Without --fixed-size the images have ImageNet-like sizes (sides 300..500) and dtrain's job reads
@@ -121,7 +121,7 @@ def write_shards(a, work):
     """work/shards/train-0000K-of-0000N.tfrecord, reused when work/manifest.json says they were
     written with the same settings; returns the manifest."""
     settings = {"images": a.images, "decode_seconds": a.decode_seconds if a.images == 0 else None,
-                "fixed_size": a.fixed_size, "shards": a.shards, "seed": a.seed, "batch": a.batch, "version": 1}
+                "fixed_size": list(a.fixed_size) if a.fixed_size else None, "shards": a.shards, "seed": a.seed, "batch": a.batch, "version": 1}
     manifest_path = work / "manifest.json"
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
@@ -176,9 +176,9 @@ def write_job(a, work, manifest, threads):
 # ---------------------------------------------------------------- running the sides
 
 
-def run_side(cmd, work, timeout, what):
+def run_side(cmd, work, timeout, what, parse_json=True):
     """Runs cmd under the peak-RSS wrapper (its own peak, not this script's); returns (JSON of
-    its last stdout line, peak RSS in MiB)."""
+    its last stdout line, or None without parse_json; peak RSS in MiB)."""
     report = work / "peak_rss"
     try:
         out = subprocess.run(peak_rss_command(cmd, report), capture_output=True, text=True, timeout=timeout)
@@ -186,6 +186,8 @@ def run_side(cmd, work, timeout, what):
         raise BenchError(f"{what}: no result within {timeout} s: {' '.join(map(str, cmd))}")
     if out.returncode != 0:
         raise BenchError(f"{what} failed (exit {out.returncode}): {' '.join(map(str, cmd))}\n{out.stderr[-3000:]}")
+    if not parse_json:
+        return None, read_peak_rss_kib(report) / 1024.0
     lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
     if not lines:
         raise BenchError(f"{what}: no JSON line in its output:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
@@ -273,6 +275,16 @@ def verify(a, work, manifest, jobs):
     return out
 
 
+def baseline_rss(a, work):
+    """Peak RSS (MiB) of each side's process doing nothing but start: dtrain printing its
+    version, python importing tensorflow and numpy. Context for the peak RSS columns."""
+    out = {}
+    for name, cmd in (("dtrain", [a.dtrain, "version"]),
+                      ("tf", [a.tf_python, "-c", "import numpy, tensorflow"])):
+        _, out[name] = run_side(cmd, work, a.timeout, f"{name} start-up", parse_json=False)
+    return out
+
+
 def spread(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
 
@@ -309,7 +321,7 @@ def time_pairs(a, work, manifest, jobs):
     return results
 
 
-def print_table(a, manifest, limit, results):
+def print_table(a, manifest, limit, results, base):
     lim = limit["images_per_sec"]
     print(f"\n{manifest['images']} images ({manifest['jpeg_bytes'] / manifest['images'] / 1024:.0f} KiB a JPEG, "
           f"{'all ' + 'x'.join(map(str, a.fixed_size)) if a.fixed_size else str(manifest['distinct_sizes']) + ' sizes'}"
@@ -317,7 +329,8 @@ def print_table(a, manifest, limit, results):
           f"warm-up, {a.pairs} pair(s) alternating dtrain / tf.data fused / tf.data plain")
     print(f"limit: libjpeg-turbo full-size decode, one thread: {lim:.1f} images/s "
           f"({limit['megapixels_per_sec']:.1f} Mpixel/s)")
-    print("images/s and peak RSS (MiB): median (min..max) over the runs; ratio: dtrain / tf.data fused per pair\n")
+    print("images/s and peak RSS (MiB): median (min..max) over the runs; ratio: dtrain / tf.data fused per pair; "
+          f"start-up alone: dtrain {base['dtrain']:.0f} MiB, python + tensorflow {base['tf']:.0f} MiB\n")
     head = (f"{'T':>2}  {'dtrain img/s':>22} {'tf.data fused img/s':>22} {'ratio':>18} {'tf.data plain img/s':>22} "
             f"{'RSS dtrain':>16} {'RSS tf fused':>16} {'dtrain/core vs limit':>21}  target")
     print(head)
@@ -363,8 +376,9 @@ def main():
     p.add_argument("--threads", default="1,2", help="thread counts T, comma-separated")
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--batches", type=int, default=8, help="timed batches per run")
-    p.add_argument("--warmup", type=int, default=2, help="batches before the clock starts")
+    p.add_argument("--batches", type=int, default=10, help="timed batches per run")
+    p.add_argument("--warmup", type=int, default=3,
+                   help="batches before the clock starts (more than the prefetch depth of 2 on both sides)")
     p.add_argument("--verify-batches", type=int, default=2)
     p.add_argument("--limit-seconds", type=float, default=5.0)
     p.add_argument("--timeout", type=int, default=1800, help="seconds per process")
@@ -386,13 +400,14 @@ def main():
               flush=True)
         checks = verify(a, work, manifest, jobs)
         results = time_pairs(a, work, manifest, jobs)
+        base = baseline_rss(a, work)
     except BenchError as e:
         raise SystemExit(f"bench_images.py: {e}")
-    print_table(a, manifest, limit, results)
+    print_table(a, manifest, limit, results, base)
     if a.json_out:
         Path(a.json_out).write_text(json.dumps({
             "settings": {k: v for k, v in vars(a).items()}, "manifest": manifest, "limit": limit,
-            "verify": checks, "results": results, "load_average_end": os.getloadavg()}, indent=1, default=str))
+            "verify": checks, "results": results, "baseline_peak_mib": base, "load_average_end": os.getloadavg()}, indent=1, default=str))
 
 
 if __name__ == "__main__":
