@@ -400,7 +400,7 @@ const std::vector<Command>& commands() {
       {"inspect", "list a checkpoint's step, metadata and tensors",
        [](CLI::App& s, Args& a) { s.add_option("checkpoint", a.checkpoint, "checkpoint file")->required(); },
        run_inspect},
-      {"data", "fetch, convert and inspect data files (data fetch|convert|inspect --help)",
+      {"data", "fetch, convert, inspect and benchmark data (data fetch|convert|inspect|bench --help)",
        [](CLI::App& s, Args& a) { add_data_subcommands(s, a.data_exit); },
        [](const Args& a) { return a.data_exit; }},
       {"cluster", "print the resolved cluster and this task's role",

@@ -1,6 +1,8 @@
 // `dtrain data convert` (IDX/CSV/NPY/NPZ -> TFRecord shards of tf.Example, or
-// -> .npy) and `dtrain data inspect FILE` (a TFRecord file's first records).
+// -> .npy) and `dtrain data inspect FILE` (a TFRecord file's first records);
+// fetch and bench have their own files.
 #include "cli/data_commands.hpp"
+#include "cli/bench_command.hpp"
 #include "cli/fetch_command.hpp"
 
 #include <fmt/format.h>
@@ -82,6 +84,11 @@ void add_data_subcommands(CLI::App& data_app, int& exit_code) {
   inspect->add_option("--records", args->records, "records to print (default 3)")->check(CLI::NonNegativeNumber);
   inspect->add_option("--values", args->values, "values to print per feature (default 8)");
   inspect->callback([args, &exit_code] { exit_code = run_inspect(*args); });
+
+  auto bench_args = std::make_shared<BenchCommandOptions>();
+  CLI::App* bench = data->add_subcommand("bench", "read a job's input as training would, without training: examples/s, MiB/s, peak RSS");
+  declare_data_bench(*bench, *bench_args);
+  bench->callback([bench_args, &exit_code] { exit_code = run_data_bench(*bench_args); });
 }
 
 }  // namespace dtrain::cli

@@ -1,13 +1,13 @@
-// The `dtrain data` subcommand group: fetch, convert and inspect.
+// The `dtrain data` subcommand group: fetch, convert, inspect and bench.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 namespace dtrain::cli {
 
-// Adds `fetch`, `convert` and `inspect` under the `data` subcommand. They run
+// Adds `fetch`, `convert`, `inspect` and `bench` under the `data` subcommand. They run
 // from CLI11 callbacks during app.parse() and store their exit code (0 ok,
-// 1 download failed, 2 usage, 3 data error) in `exit_code`, which must
+// 1 download failed, 2 usage or job error, 3 data error) in `exit_code`, which must
 // outlive the parse.
 void add_data_subcommands(CLI::App& data, int& exit_code);
 

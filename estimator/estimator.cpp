@@ -180,6 +180,26 @@ Result<int64_t> Estimator::global_batch(const DataSourceSpec& d, const char* rol
   return global;
 }
 
+Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec, const char* role, int64_t batch,
+                                                     VocabularyPtr vocabulary, bool split_over_workers) {
+  const std::string name = std::string("data.") + role;
+  InputOptions input_options{job_.base_dir, batch, job_.run.seed, name};
+  set_model_inputs(input_options, *program_.model);
+  set_model_outputs(input_options, program_);
+  if (split_over_workers) {
+    input_options.num_workers = strategy_->num_workers();
+    input_options.worker_index = strategy_->worker_index();
+  }
+  input_options.vocabulary = std::move(vocabulary);
+  auto input = make_input(spec, input_options);
+  if (!input) return input.error();
+  if (Status s = check_input_features(spec.where + ": " + name + ": ", **input, *program_.model); !s) {
+    return s.error();
+  }
+  if (Status s = check_label_shapes(**input, program_, job_.source_path); !s) return s.error();
+  return input;
+}
+
 Status Estimator::check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const {
   Status s = program_.model->check_input(b.features, b.extra_features);
   if (s) s = check_batch_labels(b, program_);

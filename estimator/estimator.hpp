@@ -42,6 +42,29 @@ struct EstimatorOptions {
   std::optional<int> threads;
 };
 
+// `dtrain data bench`: what to read (estimator/input_bench.cpp).
+struct InputBenchOptions {
+  std::string role = "train";  // "train" or "eval": which of the job's data sources
+  int64_t batches = 20;        // batches timed; 0: until the input ends (a repeating input is refused)
+  int64_t warmup = 2;          // batches read and checked before the clock starts
+};
+
+// What bench_input measured over the timed batches (the warm-up excluded).
+struct InputBenchResult {
+  std::string description;   // the input's start-up line (Input::describe(); "" if none)
+  std::string threads;       // the compute and input thread counts, as training logs them
+  int64_t global_batch = 0;  // the batch size asked of the input
+  Shape feature_shape;       // one example's features, checked against the model input
+  int64_t warmup_batches = 0;
+  int64_t batches = 0, examples = 0;
+  double seconds = 0;              // wall time of the timed batches
+  double feature_bytes = 0;        // bytes of the features delivered in them
+  double check_seconds = 0;        // of `seconds`, the time spent checking the batches
+  bool float_features = true;      // float32 features; false: int32 token ids (no mean or std)
+  double feature_mean = 0, feature_std = 0;  // over every value of the timed batches (float features)
+  bool ended = false;              // the input ended before `batches` (or --batches 0)
+};
+
 struct EvalResult {
   int64_t global_step = 0;
   int64_t examples = 0;
@@ -108,6 +131,16 @@ class Estimator {
   // (default: the latest) to out_path; format: "onnx" (estimator/export.cpp).
   Status export_model(const std::string& format, const std::string& out_path,
                       const std::optional<std::string>& checkpoint);
+  // Reads the job's data.<role> input, built as train() (role "train") or
+  // evaluate() ("eval") build it, without training: `warmup` batches, then
+  // `batches` timed ones. Each batch must have the global batch's rows (fewer
+  // only for the last of an input that ends), one example's features of the
+  // model input's shape, every feature value finite and its labels fit the
+  // model (a kData error names the batch and the example ids otherwise). Input
+  // errors are the loaders' own (kConfig / kData). Reads no checkpoint and
+  // writes nothing: a text data.train builds its vocabulary from its files (as
+  // a first train does), data.eval takes evaluate()'s.
+  Result<InputBenchResult> bench_input(const InputBenchOptions& options);
 
  private:
   Estimator(const JobSpec& job, const EstimatorOptions& options);
@@ -138,6 +171,12 @@ class Estimator {
   // every variable left to its initializer.
   Status warm_start();
   Result<EvalResult> run_evaluation(const std::string& checkpoint_name);
+  // The input of `spec` (data.<role>) as training and evaluation read it:
+  // InputOptions for the model's inputs and outputs, `batch` rows per step,
+  // this worker's share when `split_over_workers`, text sources' `vocabulary`;
+  // then its features and labels checked against the model.
+  Result<std::unique_ptr<Input>> open_input(const DataSourceSpec& spec, const char* role, int64_t batch,
+                                            VocabularyPtr vocabulary, bool split_over_workers);
   Status write_eval_outputs(const EvalResult& r);
   // eval.early_stopping's metric (REQUIRES: the job has early_stopping), and
   // its value in `r` (NaN when absent).

@@ -32,21 +32,15 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   const DataSourceSpec& spec = *job_.data.eval;
   auto batch = global_batch(spec, "eval");
   if (!batch) return batch.error();
-  InputOptions input_options{job_.base_dir, *batch, job_.run.seed, "data.eval"};
-  set_model_inputs(input_options, *program_.model);
-  set_model_outputs(input_options, program_);
+  VocabularyPtr vocabulary;
   if (spec.format == "text") {
-    auto vocabulary = evaluation_vocabulary();
-    if (!vocabulary) return vocabulary.error();
+    auto found = evaluation_vocabulary();
+    if (!found) return found.error();
     if (Status s = check_vocabulary_fits_model(spec, "eval"); !s) return s.error();
-    input_options.vocabulary = *vocabulary;
+    vocabulary = *found;
   }
-  auto input = make_input(spec, input_options);
+  auto input = open_input(spec, "eval", *batch, vocabulary, false);
   if (!input) return input.error();
-  if (Status s = check_input_features(spec.where + ": data.eval: ", **input, *program_.model); !s) {
-    return s.error();
-  }
-  if (Status s = check_label_shapes(**input, program_, job_.source_path); !s) return s.error();
   log_threads();
   StepOutput total;
   total.metric_state.assign(program_.metric_state_size(), 0.0);

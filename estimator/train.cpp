@@ -145,18 +145,8 @@ Status Estimator::train(bool evaluate_during) {
   // run.profile: only the chief writes the trace; every task prints its
   // table. Made before the input, whose prefetch thread may record into it.
   ProfileWindow profile(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
-  InputOptions input_options{job_.base_dir, *batch, run.seed, "data.train"};
-  set_model_inputs(input_options, *program_.model);
-  set_model_outputs(input_options, program_);
-  input_options.num_workers = strategy_->num_workers();
-  input_options.worker_index = strategy_->worker_index();
-  input_options.vocabulary = vocabulary_;
-  auto input = make_input(train_spec, input_options);
+  auto input = open_input(train_spec, "train", *batch, vocabulary_, true);
   if (!input) return input.error();
-  if (Status s = check_input_features(train_spec.where + ": data.train: ", **input, *program_.model); !s) {
-    return s;
-  }
-  if (Status s = check_label_shapes(**input, program_, job_.source_path); !s) return s;
   // A streaming input continues from its saved state; without one (a worker
   // other than the chief, an older checkpoint) it replays the batches' records.
   if (Status s = (*input)->restore_state(restored_input_position_, chief ? restored_input_state_ : ""); !s) return s;
