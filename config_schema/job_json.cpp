@@ -76,8 +76,8 @@ void add_stages_json(const DataSourceSpec& d, Json& j) {
     else if (m.op == "random_flip") args = m.mode;
     else if (m.op == "random_brightness") args = Json{{"max_delta", m.max_delta}};
     else if (m.op == "random_contrast") args = Json{{"lower", m.lower}, {"upper", m.upper}};
-    else if (m.op == "random_resized_crop") args = Json{{"size", m.size}, {"scale", m.scale_range}, {"ratio", m.ratio}, {"dct_scaling", m.dct_scaling}};
-    else if (m.op == "resize_center_crop") args = Json{{"resize", m.resize}, {"size", m.size}, {"dct_scaling", m.dct_scaling}};
+    else if (m.op == "random_resized_crop") args = Json{{"size", m.size}, {"scale", m.scale_range}, {"ratio", m.ratio}, {"fast_jpeg", m.fast_jpeg}};
+    else if (m.op == "resize_center_crop") args = Json{{"resize", m.resize}, {"size", m.size}, {"fast_jpeg", m.fast_jpeg}};
     if (!m.op.empty()) ops.push_back(Json{{m.op, args}});
   }
   j["map"] = ops;

@@ -183,7 +183,7 @@ struct MapOpSpec {
   std::vector<double> scale_range{0.08, 1.0};      // random_resized_crop: area fraction (key scale)
   std::vector<double> ratio{3.0 / 4.0, 4.0 / 3.0};  // random_resized_crop: width / height
   int64_t resize = 0;           // resize_center_crop: the shorter side before the crop
-  bool dct_scaling = true;      // random_resized_crop, resize_center_crop: fused JPEG decode at a DCT scale
+  bool fast_jpeg = true;        // random_resized_crop, resize_center_crop: DCT-scaled, fast-DCT window decode
   std::string problem;          // non-empty: what is wrong with this entry
 };
 

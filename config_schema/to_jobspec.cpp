@@ -246,7 +246,7 @@ std::vector<MapOpSpec> read_map_ops(const Node* node) {
     args.read("scale", m.scale_range);
     args.read("ratio", m.ratio);
     args.read("resize", m.resize);
-    args.read("dct_scaling", m.dct_scaling);
+    args.read("fast_jpeg", m.fast_jpeg);
     out.push_back(m);
   }
   return out;

@@ -51,7 +51,7 @@ Status JpegRows::run(std::string_view record, int64_t epoch, int64_t id, float* 
                                     [&] { return static_cast<double>(rng.uniform(k++)); });
     r.grid_h = r.keep.height = op.out_h;
     r.grid_w = r.keep.width = op.out_w;
-    dct = op.dct_scaling;
+    dct = op.fast_jpeg;
     s = 1;
   } else if (pixel_ops_ > 0 && ops[0].kind == "resize_center_crop") {
     const MapPlan::Op& op = ops[0];
@@ -59,7 +59,7 @@ Status JpegRows::run(std::string_view record, int64_t epoch, int64_t id, float* 
     r.grid_h = rc.new_h;
     r.grid_w = rc.new_w;
     r.keep = rc.crop;
-    dct = op.dct_scaling;
+    dct = op.fast_jpeg;
     s = 1;
   }
   scratch.pixels.resize(static_cast<size_t>(r.keep.height * r.keep.width * c));
@@ -83,16 +83,26 @@ Status JpegRows::run(std::string_view record, int64_t epoch, int64_t id, float* 
   const size_t n = scratch.pixels.size();
   const uint8_t* px = scratch.pixels.data();
   if (!normalize_) {
-    for (size_t k = 0; k < n; ++k) features[k] = scale_ != 1.0f ? static_cast<float>(px[k]) * scale_ : px[k];
+    if (scale_ == 1.0f) {
+      for (size_t k = 0; k < n; ++k) features[k] = px[k];
+    } else {
+      for (size_t k = 0; k < n; ++k) features[k] = static_cast<float>(px[k]) * scale_;
+    }
     return {};
   }
   const MapPlan::Op& norm = ops[pixel_ops_];
   const auto cc = static_cast<size_t>(c);
-  for (size_t k = 0; k < n; ++k) {
-    const size_t ch = k % cc;
-    float x = static_cast<float>(px[k]);
-    if (scale_ != 1.0f) x *= scale_;
-    features[k] = (x - norm.mean[norm.mean.size() > 1 ? ch : 0]) / norm.std[norm.std.size() > 1 ? ch : 0];
+  float mean[3], sd[3];
+  for (size_t ch = 0; ch < cc; ++ch) {
+    mean[ch] = norm.mean[norm.mean.size() > 1 ? ch : 0];
+    sd[ch] = norm.std[norm.std.size() > 1 ? ch : 0];
+  }
+  for (size_t k = 0; k < n; k += cc) {
+    for (size_t ch = 0; ch < cc; ++ch) {
+      float x = static_cast<float>(px[k + ch]);
+      if (scale_ != 1.0f) x *= scale_;
+      features[k + ch] = (x - mean[ch]) / sd[ch];
+    }
   }
   return {};
 }

@@ -50,7 +50,7 @@ const char* run_header(const unsigned char* data, unsigned long size, JDIMENSION
 // *x_first (moved down to an iMCU boundary by libjpeg) for *x_count (moved
 // up), into `rows` (stride *x_count * c). want_h/want_w: the scaled size
 // expected; a mismatch returns "size".
-const char* run_window(const unsigned char* data, unsigned long size, int c, int k, JDIMENSION want_h,
+const char* run_window(const unsigned char* data, unsigned long size, int c, int k, bool fast_dct, JDIMENSION want_h,
                        JDIMENSION want_w, JDIMENSION y_first, JDIMENSION y_last, JDIMENSION* x_first,
                        JDIMENSION* x_count, unsigned char* rows, ErrorManager* err) {
   jpeg_decompress_struct cinfo;
@@ -65,7 +65,7 @@ const char* run_window(const unsigned char* data, unsigned long size, int c, int
   jpeg_mem_src(&cinfo, data, size);
   jpeg_read_header(&cinfo, TRUE);
   cinfo.out_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  cinfo.dct_method = JDCT_ISLOW;
+  cinfo.dct_method = fast_dct ? JDCT_IFAST : JDCT_ISLOW;
   cinfo.scale_num = static_cast<unsigned int>(k);
   cinfo.scale_denom = 8;
   jpeg_start_decompress(&cinfo);
@@ -102,19 +102,21 @@ Result<JpegHeader> read_jpeg_header(std::string_view jpeg, const std::string& wh
   return JpegHeader{static_cast<int64_t>(h), static_cast<int64_t>(w)};
 }
 
-int jpeg_dct_scale(const JpegResample& r, bool dct_scaling) {
-  if (!dct_scaling) return 8;
-  for (int k = 1; k < 8; ++k) {
+int jpeg_dct_scale(const JpegResample& r, bool fast_jpeg) {
+  if (!fast_jpeg) return 8;
+  // libjpeg-turbo has SIMD inverse DCTs for 1/8, 2/8 and 4/8 (and 8/8) only;
+  // its other scales run in plain C, slower than the full-size decode.
+  for (int k : {1, 2, 4}) {
     if (r.box.height * k >= r.grid_h * 8 && r.box.width * k >= r.grid_w * 8) return k;
   }
   return 8;
 }
 
-Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResample& r, bool dct_scaling, uint8_t* out,
+Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResample& r, bool fast_jpeg, uint8_t* out,
                              std::vector<uint8_t>& scratch, const std::string& where) {
   auto header = read_jpeg_header(jpeg, where);
   if (!header) return header.error();
-  const int k = jpeg_dct_scale(r, dct_scaling);
+  const int k = jpeg_dct_scale(r, fast_jpeg);
   // libjpeg's scaled size: ceil(size * k / 8).
   const int64_t sh = (header->h * k + 7) / 8, sw = (header->w * k + 7) / 8;
   const BilinearTaps ty = slice(bilinear_taps(r.box.top, r.box.height, r.grid_h, k, sh), r.keep.top, r.keep.height);
@@ -132,7 +134,7 @@ Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResampl
   scratch.resize(static_cast<size_t>((y_last - y_first + 1) * sw * c));
   ErrorManager err{};
   const char* failure = run_window(reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(),
-                                   static_cast<int>(c), k, static_cast<JDIMENSION>(sh), static_cast<JDIMENSION>(sw),
+                                   static_cast<int>(c), k, fast_jpeg, static_cast<JDIMENSION>(sh), static_cast<JDIMENSION>(sw),
                                    static_cast<JDIMENSION>(y_first), static_cast<JDIMENSION>(y_last), &x_first,
                                    &x_count, scratch.data(), &err);
   if (std::string_view(failure) == "size") {

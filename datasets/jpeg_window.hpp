@@ -33,21 +33,23 @@ struct JpegResample {
   CropBox keep;
 };
 
-// The DCT scale k (decoding at k/8 of full size) for `r` on an h x w image:
-// the smallest k in 1..8 at which the scaled window is still at least the
-// grid in both directions (so the resize never enlarges what was decoded
-// smaller), 8 when `dct_scaling` is false.
-int jpeg_dct_scale(const JpegResample& r, bool dct_scaling);
+// The DCT scale k (decoding at k/8 of full size) for `r`: the smallest k of
+// 1, 2, 4 (the scales libjpeg-turbo decodes with SIMD) at which the scaled
+// window is still at least the grid in both directions (so the resize never
+// enlarges what was decoded smaller), else 8; 8 when `fast_jpeg` is false.
+int jpeg_dct_scale(const JpegResample& r, bool fast_jpeg);
 
-// Decodes `jpeg` (c = 1 gray or 3 RGB, converted by libjpeg; the accurate
-// integer DCT) at scale jpeg_dct_scale(r, dct_scaling)/8, only the rows and
-// iMCU columns the kept outputs read, and writes keep.height x keep.width x c
-// uint8 pixels (HWC) to `out`. At scale 8/8 the pixels equal decode_jpeg +
-// resize_bilinear_u8 (+ the crop) exactly. `scratch` is reused storage.
+// Decodes `jpeg` (c = 1 gray or 3 RGB, converted by libjpeg) at scale
+// jpeg_dct_scale(r, fast_jpeg)/8, only the rows and iMCU columns the kept
+// outputs read, and writes keep.height x keep.width x c uint8 pixels (HWC)
+// to `out`. fast_jpeg also takes libjpeg's fast integer DCT (JDCT_IFAST,
+// TensorFlow's decode_jpeg default); without it the accurate one (JDCT_ISLOW)
+// at 8/8, and the pixels equal decode_jpeg + resize_bilinear_u8 (+ the crop)
+// exactly. `scratch` is reused storage.
 // Errors (kData, "<where>: ..."): not a JPEG or corrupt.
 // REQUIRES: the box lies inside the image of the header; grid >= 1; keep
 // inside the grid.
-Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResample& r, bool dct_scaling, uint8_t* out,
+Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResample& r, bool fast_jpeg, uint8_t* out,
                              std::vector<uint8_t>& scratch, const std::string& where);
 
 }  // namespace dtrain

@@ -70,7 +70,7 @@ Result<MapPlan> MapPlan::make(const std::vector<MapOpSpec>& ops, const Shape& fe
                               shape_text(shape), op.kind));
     }
     op.in_shape = shape;
-    op.dct_scaling = spec.dct_scaling;
+    op.fast_jpeg = spec.fast_jpeg;
     if (resizes) {
       if (scale != 1.0) {
         return fail(fmt::format("{} works on pixels 0..255, but data scale {} is applied before the map; remove "

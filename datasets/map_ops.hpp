@@ -71,7 +71,7 @@ class MapPlan {
     int64_t out_h = 0, out_w = 0;  // random_resized_crop, resize_center_crop: the result
     double scale_lo = 0, scale_hi = 0, ratio_lo = 0, ratio_hi = 0;  // random_resized_crop
     int64_t resize = 0;        // resize_center_crop
-    bool dct_scaling = true;   // random_resized_crop, resize_center_crop: see MapOpSpec
+    bool fast_jpeg = true;   // random_resized_crop, resize_center_crop: see MapOpSpec
     Shape in_shape;            // one example's features before this operation
   };
   const std::vector<Op>& ops() const { return ops_; }

@@ -82,23 +82,63 @@ BilinearTaps bilinear_taps(int64_t start, int64_t extent, int64_t out, int k, in
   return t;
 }
 
+namespace {
+
+// One source row interpolated across: h[ox c + ch] = w0 r[a] + w1 r[b] for
+// the taps' columns a, b of output column ox (C channels; C = 0: c at run time).
+template <int C>
+void across_row(const uint8_t* r, const std::vector<size_t>& xa, const std::vector<size_t>& xb,
+                const std::vector<float>& l1, size_t c, float* h) {
+  const size_t cc = C > 0 ? static_cast<size_t>(C) : c;
+  for (size_t ox = 0; ox < xa.size(); ++ox) {
+    const uint8_t* pa = r + xa[ox];
+    const uint8_t* pb = r + xb[ox];
+    const float w1 = l1[ox], w0 = 1.0f - w1;
+    for (size_t ch = 0; ch < cc; ++ch) h[ox * cc + ch] = w0 * static_cast<float>(pa[ch]) + w1 * static_cast<float>(pb[ch]);
+  }
+}
+
+}  // namespace
+
 void resample_bilinear_u8(const uint8_t* src, int64_t src_stride, int64_t c, int64_t y0, int64_t x0,
                           const BilinearTaps& ty, const BilinearTaps& tx, uint8_t* out) {
-  const size_t out_w = tx.i0.size();
+  // Separable: each source row the output reads is interpolated across once
+  // (w0 a + w1 b, kept for the next output row that reads it), then the two
+  // rows are blended: h0 (w0 a + w1 b) + h1 (w0 c + w1 d), the very
+  // expression (and rounding) of resize_bilinear_u8.
+  const auto cc = static_cast<size_t>(c);
+  const size_t out_w = tx.i0.size(), n = out_w * cc;
+  std::vector<size_t> xa(out_w), xb(out_w);
+  for (size_t ox = 0; ox < out_w; ++ox) {
+    xa[ox] = static_cast<size_t>(tx.i0[ox] - x0) * cc;
+    xb[ox] = static_cast<size_t>(tx.i1[ox] - x0) * cc;
+  }
+  std::vector<float> rows[2] = {std::vector<float>(n), std::vector<float>(n)};
+  int64_t held[2] = {-1, -1};  // the source row each of `rows` holds
+  auto across = [&](int64_t y) -> const float* {
+    for (int k = 0; k < 2; ++k) {
+      if (held[k] == y) return rows[k].data();
+    }
+    // Replace the lower row: the taps' rows never decrease, so it is not read again.
+    const int k = held[0] == -1 || (held[1] != -1 && held[0] < held[1]) ? 0 : 1;
+    const uint8_t* r = src + (y - y0) * src_stride;
+    if (cc == 3) {
+      across_row<3>(r, xa, xb, tx.l1, cc, rows[k].data());
+    } else if (cc == 1) {
+      across_row<1>(r, xa, xb, tx.l1, cc, rows[k].data());
+    } else {
+      across_row<0>(r, xa, xb, tx.l1, cc, rows[k].data());
+    }
+    held[k] = y;
+    return rows[k].data();
+  };
   for (size_t oy = 0; oy < ty.i0.size(); ++oy) {
-    const uint8_t* r0 = src + (ty.i0[oy] - y0) * src_stride;
-    const uint8_t* r1 = src + (ty.i1[oy] - y0) * src_stride;
+    const float* top = across(ty.i0[oy]);
+    const float* bottom = across(ty.i1[oy]);
     const float h1 = ty.l1[oy], h0 = 1.0f - h1;
-    uint8_t* o = out + oy * out_w * static_cast<size_t>(c);
-    for (size_t ox = 0; ox < out_w; ++ox) {
-      const int64_t a = (tx.i0[ox] - x0) * c, b = (tx.i1[ox] - x0) * c;
-      const float w1 = tx.l1[ox], w0 = 1.0f - w1;
-      for (int64_t ch = 0; ch < c; ++ch) {
-        // The same expression as resize_bilinear_u8, so both round alike.
-        const float v = h0 * (w0 * static_cast<float>(r0[a + ch]) + w1 * static_cast<float>(r0[b + ch])) +
-                        h1 * (w0 * static_cast<float>(r1[a + ch]) + w1 * static_cast<float>(r1[b + ch]));
-        *o++ = static_cast<uint8_t>(std::clamp(std::nearbyint(v), 0.0f, 255.0f));
-      }
+    uint8_t* o = out + oy * n;
+    for (size_t i = 0; i < n; ++i) {
+      o[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(h0 * top[i] + h1 * bottom[i]), 0.0f, 255.0f));
     }
   }
 }

@@ -9,22 +9,43 @@
 #include <cstring>
 #include <new>
 
+#include <sys/mman.h>
+
 #include "engine/backend/debug/debug_memory.hpp"
 
 namespace dtrain {
 
 namespace {
 
+// Allocations from this size on are mapped pages of their own: the kernel
+// hands them out zeroed (no memset pass), as transparent huge pages where it
+// can (512 times fewer page faults for a batch of images), and munmap returns
+// them at once.
+constexpr size_t kMappedBytes = size_t{4} << 20;
+
 class HostMemory final : public DeviceMemory {
  public:
   void* allocate(const Device&, size_t bytes) override {
     bytes = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    if (bytes >= kMappedBytes) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      madvise(p, bytes, MADV_HUGEPAGE);  // advice only: fine where THP is off
+      return p;
+    }
     void* p = std::aligned_alloc(64, bytes);
     if (p == nullptr) throw std::bad_alloc();
     std::memset(p, 0, bytes);
     return p;
   }
-  void deallocate(const Device&, void* p, size_t) override { std::free(p); }
+  void deallocate(const Device&, void* p, size_t bytes) override {
+    bytes = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    if (bytes >= kMappedBytes) {
+      munmap(p, bytes);
+    } else {
+      std::free(p);
+    }
+  }
   void copy(const Device&, void* dst, const Device&, const void* src, size_t bytes) override {
     if (bytes > 0) std::memmove(dst, src, bytes);
   }

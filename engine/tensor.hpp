@@ -78,6 +78,9 @@ class Tensor {
   Tensor rows(int64_t begin, int64_t end) const;
   Tensor clone() const;
   bool shares_storage(const Tensor& o) const { return storage_ != nullptr && storage_ == o.storage_; }
+  // Whether this is the only tensor viewing its storage (a buffer pool may
+  // then reuse it: no other tensor can read or write it any more).
+  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
   // Sets every element (a float32 tensor on any device).
   void fill(float v);
   void zero();

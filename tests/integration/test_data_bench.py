@@ -51,7 +51,7 @@ def test_text_report_has_every_field(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == ("data.train: streaming 2 of 2 tfrecord files (file order shuffled each epoch), interleave "
-                        "1 x 1, shuffle buffer 20 records, 2 decode threads, prefetch 2 batches of 0.2 MiB; "
+                        "1 x 1, shuffle buffer 20 records, 2 decode threads, prefetch 2 batches of 0.1 MiB; "
                         "no max_buffer_mb")
     assert lines[1].startswith("threads: ") and lines[1].endswith("; input 2")
     assert re.fullmatch(r"data\.train: 3 batches \(48 examples\) of global batch 16 after 1 warm-up; features "

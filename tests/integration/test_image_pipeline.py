@@ -81,23 +81,23 @@ def test_in_memory_pipeline_crops_do_not_depend_on_num_parallel_calls(tmp_path):
 def test_streamed_fused_decode_equals_the_in_memory_pipeline(tmp_path):
     """One shard read in order: the streamed path (the crop decoded straight from the JPEG, flip on uint8,
     normalize in the conversion) sees the same examples with the same draws as the in-memory pipeline
-    (decode whole, then the map on floats); with dct_scaling: false the weights are equal bit for bit."""
+    (decode whole, then the map on floats); with fast_jpeg: false the weights are equal bit for bit."""
     shards = tmp_path / "shards"
     shards.mkdir()
-    write_shards(shards, 1, 40, 24, distinct=16)
-    exact = "{random_resized_crop: {size: [16, 16], scale: [0.25, 1.0], dct_scaling: false}}"
+    write_shards(shards, 1, 40, 48, distinct=16)
+    exact = "{random_resized_crop: {size: [16, 16], scale: [0.25, 1.0], fast_jpeg: false}}"
     dirs = {}
     for name, data, crop in (("memory", "num_parallel_calls: 1", exact), ("stream", "stream: true, num_parallel_calls: 2", exact),
                              ("dct", "stream: true, num_parallel_calls: 2", None)):
         path, dirs[name] = job(tmp_path, name, shards, 10, data)
-        text = path.read_text().replace("shuffle: 50", "shuffle: 0")
+        text = path.read_text().replace("shuffle: 50", "shuffle: 0").replace("[24, 24, 3]", "[48, 48, 3]")
         if crop:
             text = text.replace("{random_resized_crop: {size: [16, 16], scale: [0.25, 1.0]}}", crop)
         path.write_text(text)
         out = run_dtrain("train", path, "--no-eval", "--log-format", "plain")
         assert out.returncode == 0, out.stderr[-3000:]
     assert_same(dirs["stream"] / "model.ckpt-10.safetensors", dirs["memory"] / "model.ckpt-10.safetensors")
-    # DCT scaling (the default) decodes the 24x24 windows that hold 16x16 at 6/8 or 7/8: other pixels, other weights.
+    # DCT scaling (the default) decodes the windows of 32x32 or more at 4/8: other pixels, other weights.
     a = load_file(str(dirs["dct"] / "model.ckpt-10.safetensors"))
     b = load_file(str(dirs["memory"] / "model.ckpt-10.safetensors"))
     assert any(not np.array_equal(a[k], b[k]) for k in a)
