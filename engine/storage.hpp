@@ -27,9 +27,10 @@ class DeviceMemory {
   virtual void fill32(const Device& d, void* p, uint32_t word, int64_t n) = 0;
 };
 
-// The memory of a device kind (host for cpu). For cuda in a dtrain without a
-// loaded CUDA backend this reports the problem and aborts: strategies refuse
-// GPU devices before any tensor is made.
+// The memory of a device kind (host for cpu). cuda: the CUDA module's caching
+// allocator; where the module or the GPU is not usable this reports the
+// problem and aborts (strategies check gpu::check_device before any tensor
+// is made).
 DeviceMemory& memory_of(const Device& d);
 
 // One allocation. Owned through shared_ptr by every Tensor viewing it.
