@@ -16,7 +16,8 @@ class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
   // At least `bytes` (>= 1), 64-byte aligned. Contents: zero on the host,
-  // NaN-filled on the debug device. Throws std::bad_alloc on failure.
+  // NaN-filled on the debug device, unspecified on a GPU. Throws on failure
+  // (std::bad_alloc; on a GPU std::runtime_error naming the allocator's usage).
   virtual void* allocate(const Device& d, size_t bytes) = 0;
   virtual void deallocate(const Device& d, void* p, size_t bytes) = 0;
   // Copies bytes between this kind's memory on `dst_dev` / `src_dev` and the

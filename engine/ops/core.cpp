@@ -1,7 +1,8 @@
 // Elementwise and reduction ops: CPU kernels (plain loops) and GPU kernels
-// (engine/backend/cuda), run on the context's device through on_device(). The elementwise ops and sum_rows
-// split their elements (sum_rows: its columns) over the OpenMP team; the
-// results do not depend on the number of threads.
+// (engine/backend/cuda), run on the context's device through on_device().
+// On the CPU the elementwise ops and sum_rows split their elements (sum_rows:
+// its columns) over the OpenMP team; the results do not depend on the number
+// of threads.
 #include "engine/ops/core.hpp"
 
 #include <algorithm>
