@@ -17,6 +17,10 @@ namespace {
 // a few float32 roundings per step (relative 1e-6 per step after 8 steps is
 // far below this; a wrong gradient or a missed update is far above it).
 constexpr double kStateTol = 1e-4, kOutputTol = 1e-4;
+// Metric states count predictions: an argmax flips where two logits lie
+// within float32 rounding of each other, and one flip in a step of 32
+// examples moves that step's state by about 0.03.
+constexpr double kMetricTol = 0.05;
 constexpr int kSteps = 8;
 
 TEST_CASE("cuda one_device: gpu:0 trains the MLP (dense, relu, dropout, adam / sgd momentum) as cpu:0 does") {
@@ -42,7 +46,7 @@ TEST_CASE("cuda one_device: gpu:0 trains the MLP (dense, relu, dropout, adam / s
     const OutputDiff o = compare_outputs(run.outputs, ref.outputs);
     CHECK(o.examples_match);
     CHECK_MESSAGE(o.loss < kOutputTol, fmt::format("loss sums differ by {:.3g}", o.loss));
-    CHECK_MESSAGE(o.metrics < kOutputTol, fmt::format("metric states differ by {:.3g}", o.metrics));
+    CHECK_MESSAGE(o.metrics < kMetricTol, fmt::format("metric states differ by {:.3g}", o.metrics));
     const double p = rel_diff(run.predictions, ref.predictions);
     CHECK_MESSAGE(p < kOutputTol, fmt::format("predictions after training differ by {:.3g}", p));
   }
