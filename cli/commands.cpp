@@ -24,6 +24,7 @@
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/ps_service.hpp"
 #include "strategies/program.hpp"
+#include "strategies/strategy.hpp"
 
 namespace dtrain::cli {
 namespace {
@@ -281,11 +282,13 @@ int run_validate(const Args& a) {
     auto job = load_job(path, options);
     std::string graph;
     if (job) {
-      // The model is built too: shape mistakes (conv2d on a flat input), and
-      // data whose shapes the job gives that do not fit it, show here.
+      // The model is built too: shape mistakes (conv2d on a flat input),
+      // data whose shapes the job gives that do not fit it, and layers the
+      // job's devices cannot run (conv2d on gpu:0) show here.
       auto program = make_program(*job);
       if (!program) job = program.error();
       else if (Status s = check_declared_data_shapes(*job, *program); !s) job = s.error();
+      else if (Status d = check_job_devices(*job, *program); !d) job = d.error();
       else graph = program->model->graph_summary();
     }
     if (!job) {

@@ -35,6 +35,91 @@ struct DtrainCudaReport {
   DtrainCudaGpu gpus[kDtrainCudaMaxGpus];
 };
 
+// An entry's failure, one line.
+struct DtrainCudaError {
+  char message[1024];
+};
+
+struct DtrainCudaMatmul {
+  int64_t m, n, k;
+  int32_t trans_a, trans_b;  // a stored (k, m); b stored (n, k)
+  int32_t relu;              // relu after the bias, in the epilogue
+  int32_t tf32;              // TF32 tensor cores (precision.matmul: tf32)
+  const float* a;            // (m, k)
+  const float* b;            // (k, n)
+  const float* bias;         // (n) or null
+  float* c;                  // (m, n); aliases none of the above
+};
+
+enum DtrainCudaEltwiseKind : int32_t {
+  kDtrainEwRelu = 0,         // out = relu(a)
+  kDtrainEwReluGrad = 1,     // out = a > 0 ? b : 0           (a: forward output y, b: dy)
+  kDtrainEwSigmoid = 2,      // out = 1 / (1 + exp(-a))
+  kDtrainEwSigmoidGrad = 3,  // out = b * a * (1 - a)          (a: y, b: dy)
+  kDtrainEwTanh = 4,         // out = tanh(a)
+  kDtrainEwTanhGrad = 5,     // out = b * (1 - a * a)          (a: y, b: dy)
+  kDtrainEwMul = 6,          // out = a * b
+  kDtrainEwAddInto = 7,      // out += a
+  kDtrainEwScale = 8,        // out = alpha * a
+};
+
+struct DtrainCudaEltwise {
+  int32_t kind;  // DtrainCudaEltwiseKind
+  int64_t n;
+  const float* a;
+  const float* b;  // null unless the kind reads it
+  float* out;      // may alias a or b
+  float alpha;
+};
+
+enum DtrainCudaRowsKind : int32_t {
+  kDtrainRowsSoftmax = 0,      // out (rows, cols) = softmax of each row of a
+  kDtrainRowsSoftmaxGrad = 1,  // out = a * (b - sum(b * a)) per row (a: y, b: dy)
+  kDtrainRowsSumRows = 2,      // out (cols) = sum over rows of a, in row order
+};
+
+struct DtrainCudaRows {
+  int32_t kind;  // DtrainCudaRowsKind
+  int64_t rows, cols;
+  const float* a;
+  const float* b;
+  float* out;
+};
+
+struct DtrainCudaXent {
+  int64_t rows, classes;     // logits (rows, classes), labels (rows) as floats
+  const float* logits;
+  const float* labels;
+  float* dlogits;            // (rows, classes) or null: row_scale * (softmax - onehot)
+  float row_scale;
+  double* host_row_losses;   // host memory, rows doubles: lse - logit[label], NaN for a bad label
+};
+
+enum DtrainCudaReduceKind : int32_t {
+  kDtrainReduceSumSquares = 0,  // sum of x^2 in double
+  kDtrainReduceNonFinite = 1,   // number of inf/NaN elements
+};
+
+enum DtrainCudaOptimKind : int32_t { kDtrainOptimSgd = 0, kDtrainOptimAdam = 1 };
+
+struct DtrainCudaOptim {
+  int32_t kind;  // DtrainCudaOptimKind
+  float* var;
+  const float* grad;
+  float* slot0;  // sgd: momentum (null without); adam: m
+  float* slot1;  // adam: v
+  int64_t n;
+  float lr, momentum;  // sgd
+  int32_t nesterov;    // sgd
+  float lr_t, one_minus_b1, one_minus_b2, keep, eps;  // adam: engine/cuda/update_math.hpp's AdamScalars
+};
+
+// A GPU's caching allocator, as engine/cuda/caching_allocator.hpp counts it.
+struct DtrainCudaMemStats {
+  uint64_t allocated_bytes, reserved_bytes, peak_allocated_bytes, peak_reserved_bytes;
+  uint64_t backend_allocations, backend_frees;  // cudaMalloc / cudaFree calls so far
+};
+
 // The entry points of one module build. Every entry is noexcept: the module
 // catches its own exceptions and reports them through its results.
 // Growing it: append entries at the end (never reorder, remove or change one)
@@ -47,10 +132,44 @@ struct DtrainCudaModule {
   // The CUDA, cuBLAS, cuDNN and NCCL versions and the GPUs this process can
   // use. Fills all of *out. Thread-safe.
   void (*discover_gpus)(DtrainCudaReport* out) noexcept;
-  // Next, with the CUDA compute backend: the caching allocator (allocate,
-  // free, empty_cache, statistics), streams and events, host<->device copies
-  // and the ops (gemm, convolution, pooling, elementwise, fused optimizer
-  // updates), each an entry of this table taking plain pointers and shapes.
+
+  // ---- ABI 2: the compute backend (engine/backend/cuda/ calls these) ----
+  // Every entry below returns 0 on success, else nonzero with err->message
+  // set to one line naming the failed call, its place and the GPU. `device`
+  // is a GPU index; every pointer is that GPU's memory (from mem_alloc)
+  // unless named host. Work is queued on the GPU's compute stream, in call
+  // order; entries that hand a value back to the host wait for it.
+
+  // `bytes` bytes from the GPU's caching allocator (no cudaMalloc once warm),
+  // for use on its compute stream; *out is null for 0 bytes.
+  int32_t (*mem_alloc)(int32_t device, uint64_t bytes, void** out, DtrainCudaError* err) noexcept;
+  // Returns a block of mem_alloc to the cache (null is ignored).
+  void (*mem_free)(int32_t device, void* p) noexcept;
+  // Copies bytes; a device of -1 is host memory (pageable). Ordered after the
+  // compute stream's work and complete (host side readable) on return.
+  int32_t (*mem_copy)(int32_t dst_device, void* dst, int32_t src_device, const void* src, uint64_t bytes,
+                      DtrainCudaError* err) noexcept;
+  // Sets n 4-byte words at p to `word`.
+  int32_t (*mem_fill32)(int32_t device, void* p, uint32_t word, int64_t n, DtrainCudaError* err) noexcept;
+  // c (m, n) = op(a) op(b) [+ bias] [then relu], row-major float32 (cuBLASLt).
+  int32_t (*matmul)(int32_t device, const DtrainCudaMatmul* args, DtrainCudaError* err) noexcept;
+  // One elementwise kind over n float32 elements (DtrainCudaEltwise).
+  int32_t (*eltwise)(int32_t device, const DtrainCudaEltwise* args, DtrainCudaError* err) noexcept;
+  // Row-wise ops on a (rows, cols) float32 matrix (DtrainCudaRows).
+  int32_t (*rows)(int32_t device, const DtrainCudaRows* args, DtrainCudaError* err) noexcept;
+  // The dropout layer's forward (engine/cuda/dropout.hpp): x, mask, y (rows, per).
+  int32_t (*dropout)(int32_t device, uint64_t key, int64_t example_offset, float rate, const float* x, float* mask,
+                     float* y, int64_t rows, int64_t per, DtrainCudaError* err) noexcept;
+  // sparse softmax cross-entropy per row (DtrainCudaXent); waits and writes
+  // each row's loss to host memory.
+  int32_t (*sparse_xent)(int32_t device, const DtrainCudaXent* args, DtrainCudaError* err) noexcept;
+  // A float32 vector reduced to one host double (DtrainCudaReduceKind); waits.
+  int32_t (*reduce)(int32_t device, int32_t kind, const float* x, int64_t n, double* host_out,
+                    DtrainCudaError* err) noexcept;
+  // One variable's optimizer update (DtrainCudaOptim), bit-identical to engine/optim.
+  int32_t (*optimizer)(int32_t device, const DtrainCudaOptim* args, DtrainCudaError* err) noexcept;
+  // The GPU's allocator statistics (no wait).
+  int32_t (*mem_stats)(int32_t device, DtrainCudaMemStats* out, DtrainCudaError* err) noexcept;
 };
 
 // The one symbol the module exports (engine/cuda/module.map); its table is
@@ -60,7 +179,7 @@ using DtrainCudaModuleEntry = const DtrainCudaModule* (*)() noexcept;
 
 }  // extern "C"
 
-inline constexpr uint32_t kDtrainCudaModuleAbi = 1;
+inline constexpr uint32_t kDtrainCudaModuleAbi = 2;
 inline constexpr const char* kDtrainCudaModuleEntry = "dtrain_cuda_module";
 inline constexpr const char* kDtrainCudaModuleFile = "libdtrain_cuda.so";
 

@@ -1,4 +1,5 @@
-// Host memory and the table of device memories.
+// Host memory and the table of device memories (debug: engine/backend/debug;
+// cuda: the CUDA module's caching allocator, engine/backend/cuda).
 #include "engine/storage.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 
 #include <sys/mman.h>
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/backend/debug/debug_memory.hpp"
 
 namespace dtrain {
@@ -55,29 +57,16 @@ class HostMemory final : public DeviceMemory {
   }
 };
 
-class NoCudaMemory final : public DeviceMemory {
- public:
-  [[noreturn]] static void fail() {
-    std::fprintf(stderr, "dtrain: internal error: a tensor on a GPU was requested, but no CUDA backend is loaded\n");
-    std::abort();
-  }
-  void* allocate(const Device&, size_t) override { fail(); }
-  void deallocate(const Device&, void*, size_t) override { fail(); }
-  void copy(const Device&, void*, const Device&, const void*, size_t) override { fail(); }
-  void fill32(const Device&, void*, uint32_t, int64_t) override { fail(); }
-};
-
 std::atomic<int64_t> g_h2d{0}, g_d2h{0}, g_d2d{0};
 
 }  // namespace
 
 DeviceMemory& memory_of(const Device& d) {
   static HostMemory host;
-  static NoCudaMemory no_cuda;
   switch (d.kind) {
     case DeviceKind::cpu: return host;
     case DeviceKind::debug: return debug_memory();
-    case DeviceKind::cuda: return no_cuda;
+    case DeviceKind::cuda: return gpu::cuda_memory();
   }
   return host;
 }

@@ -16,7 +16,8 @@ class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
   // At least `bytes` (>= 1), 64-byte aligned. Contents: zero on the host,
-  // NaN-filled on the debug device. Throws std::bad_alloc on failure.
+  // NaN-filled on the debug device, unspecified on a GPU. Throws on failure
+  // (std::bad_alloc; on a GPU std::runtime_error naming the allocator's usage).
   virtual void* allocate(const Device& d, size_t bytes) = 0;
   virtual void deallocate(const Device& d, void* p, size_t bytes) = 0;
   // Copies bytes between this kind's memory on `dst_dev` / `src_dev` and the
@@ -27,9 +28,10 @@ class DeviceMemory {
   virtual void fill32(const Device& d, void* p, uint32_t word, int64_t n) = 0;
 };
 
-// The memory of a device kind (host for cpu). For cuda in a dtrain without a
-// loaded CUDA backend this reports the problem and aborts: strategies refuse
-// GPU devices before any tensor is made.
+// The memory of a device kind (host for cpu). cuda: the CUDA module's caching
+// allocator; where the module or the GPU is not usable this reports the
+// problem and aborts (strategies check gpu::check_device before any tensor
+// is made).
 DeviceMemory& memory_of(const Device& d);
 
 // One allocation. Owned through shared_ptr by every Tensor viewing it.

@@ -55,13 +55,14 @@ Result<Program> make_program(const JobSpec& job) {
   p.accumulation_steps = job.run.accumulation_steps;
   p.compute = parse_dtype(job.precision.compute).value_or(DType::f32);  // the schema allows only the three names
   p.loss_scale = LossScale(p.compute == DType::f16);
+  p.tf32 = job.precision.matmul == "tf32";
   return p;
 }
 
 ops::Context Program::context_on(const std::string& device) const {
   auto d = parse_device(device);
   assert(d && "make_strategy checks device names");
-  return {d ? *d : kHost, compute};
+  return {d ? *d : kHost, compute, tf32};
 }
 
 }  // namespace dtrain

@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include "engine/backend/cuda/gpu_ops.hpp"
+#include "engine/ops/support.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/collective.hpp"
 #include "strategies/mirrored.hpp"
@@ -40,14 +42,14 @@ Result<std::unique_ptr<Strategy>> make_mirrored(const JobSpec& job, Program& pro
   return std::unique_ptr<Strategy>(std::make_unique<MirroredStrategy>(program, std::move(devices), bucket_bytes));
 }
 
-// communication: ring is Gloo over TCP; nccl needs every device to be a GPU,
-// which needs the CUDA compute backend; auto picks nccl when every device is
-// a GPU, else ring.
+// communication: ring is Gloo over TCP; nccl needs every device to be a GPU
+// and NCCL communication (not built yet); auto picks nccl when every device
+// is a GPU, else ring.
 Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& program,
                                                   std::vector<std::string> devices, ClusterRuntime* cluster) {
   if (job.strategy.communication == "nccl") {
     return config_error(fmt::format(
-        "{}: strategy.communication: nccl all-reduces between GPUs, and this dtrain has no CUDA compute backend "
+        "{}: strategy.communication: nccl all-reduces between GPUs, and this dtrain has no NCCL communication "
         "yet (devices: {}); use communication: ring (Gloo over TCP) or auto",
         job.source_path, fmt::join(devices, ", ")));
   }
@@ -94,15 +96,16 @@ Result<std::unique_ptr<Strategy>> make_parameter_server(const JobSpec& job, Prog
       program, std::move(devices), *cluster, std::move(placement), std::move(clients), job.strategy.mode == "sync"));
 }
 
-// The job's devices: "auto" is one CPU device (the CUDA backend comes later);
-// num_gpus N asks for gpu:0..N-1; a list names virtual CPU devices cpu:K or
-// debug devices debug:K (CPU kernels over guarded memory, for tests).
+// The job's devices: "auto" is one CPU device; num_gpus N asks for
+// gpu:0..N-1 (several GPUs need NCCL, not built yet); a list names virtual
+// CPU devices cpu:K, debug devices debug:K (CPU kernels over guarded memory,
+// for tests) or GPUs gpu:K (one_device only so far).
 Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
   const StrategySpec& st = job.strategy;
   if (st.num_gpus && *st.num_gpus > 0) {
     return config_error(fmt::format(
-        "{}: strategy.num_gpus: {} GPUs requested, but this dtrain has no CUDA compute backend yet; "
-        "use devices: [cpu:0, ...]",
+        "{}: strategy.num_gpus: {} GPUs requested, but only one_device runs on a GPU in this dtrain so far; "
+        "use strategy: {{type: one_device, devices: [gpu:0]}}, or devices: [cpu:0, ...]",
         job.source_path, *st.num_gpus));
   }
   if (st.devices.empty() || (st.devices.size() == 1 && st.devices[0] == "auto")) return std::vector<std::string>{"cpu:0"};
@@ -110,10 +113,11 @@ Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
   for (const std::string& d : st.devices) {
     auto parsed = parse_device(d);
     if (!parsed) return config_error(fmt::format("{}: strategy.devices: {}", job.source_path, parsed.error().message));
-    if (parsed->kind == DeviceKind::cuda) {
+    if (parsed->kind == DeviceKind::cuda && st.type != "one_device") {
       return config_error(fmt::format(
-          "{}: strategy.devices: {} needs the CUDA compute backend, which this dtrain does not have yet; use cpu:N",
-          job.source_path, d));
+          "{}: strategy.devices: {} with strategy.type {}: only one_device runs on a GPU in this dtrain so far "
+          "(several devices need NCCL); use one_device with devices: [{}], or cpu:N devices",
+          job.source_path, d, st.type, d));
     }
     if (!seen.insert(d).second) {
       return config_error(fmt::format("{}: strategy.devices: {} is listed twice", job.source_path, d));
@@ -162,6 +166,31 @@ static Status check_precision(const JobSpec& job, const Program& program, const 
           where, name));
     }
     if (Status s = program.model->check_support(ctx); !s) return s;
+    // The losses, the optimizer and the reductions the step runs.
+    std::vector<std::pair<std::string, std::string>> step_ops;  // (op, what asks for it)
+    for (const ProgramOutput& o : program.outputs) step_ops.emplace_back(o.loss->name(), "model.loss");
+    step_ops.emplace_back(program.optimizer->name(), "optimizer.type");
+    if (program.optimizer_spec.clip_by_global_norm) step_ops.emplace_back("reduce", "optimizer.clip_by_global_norm");
+    for (const auto& [op, field] : step_ops) {
+      if (!ops::supports(op, ctx)) {
+        return config_error(fmt::format("{}: {}: {} cannot run on {} in {}: {}", job.source_path, field, op, name,
+                                        dtype_name(ctx.compute), ops::why_unsupported(op, ctx)));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// GPU devices need the CUDA module and the GPU itself; checked after the
+// model (whose errors do not depend on the machine).
+static Status check_gpus(const JobSpec& job, const std::vector<std::string>& devices) {
+  for (const std::string& name : devices) {
+    const auto d = parse_device(name);
+    if (!d || d->kind != DeviceKind::cuda) continue;
+    if (Status s = gpu::check_device(*d); !s) {
+      return config_error(fmt::format("{}: strategy.devices: {} cannot be used: {}", job.source_path, name,
+                                      s.error().message));
+    }
   }
   return Status::Ok();
 }
@@ -191,10 +220,17 @@ Status connect_synchronised_statistics(const JobSpec& job, Strategy& strategy, C
   return Status::Ok();
 }
 
+Status check_job_devices(const JobSpec& job, const Program& program) {
+  auto devices = resolve_devices(job);
+  if (!devices) return devices.error();
+  return check_precision(job, program, *devices);
+}
+
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
   if (Status s = check_precision(job, program, *devices); !s) return s.error();
+  if (Status s = check_gpus(job, *devices); !s) return s.error();
   for (const StrategyRow& row : kStrategies) {
     if (job.strategy.type != row.name) continue;
     if (!row.factory) {

@@ -99,6 +99,13 @@ class ClusterRuntime;
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program,
                                                 ClusterRuntime* cluster = nullptr);
 
+// What make_strategy checks before it needs the machine: the job's devices
+// resolve, and every layer, loss, optimizer and reduction of `program` has a
+// backend on each of them in the job's compute type (a config error naming
+// the layer or field, the device and the type). Whether a GPU is present is
+// not checked here: `dtrain validate` runs this on any machine.
+Status check_job_devices(const JobSpec& job, const Program& program);
+
 // Splits a global batch of `global` rows into `replicas` contiguous shards
 // along dimension 0, as evenly as possible (the first global % replicas
 // shards get one more row). Returns [begin, end) per replica.

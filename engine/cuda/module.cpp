@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "engine/cuda/backend_entries.hpp"
 #include "engine/cuda/discover.hpp"
 #include "engine/cuda_module.hpp"
 
@@ -26,6 +27,18 @@ constexpr DtrainCudaModule kTable = {
     .abi_version = kDtrainCudaModuleAbi,
     .table_size = sizeof(DtrainCudaModule),
     .discover_gpus = &discover_gpus_entry,
+    .mem_alloc = &entries::mem_alloc,
+    .mem_free = &entries::mem_free,
+    .mem_copy = &entries::mem_copy,
+    .mem_fill32 = &entries::mem_fill32,
+    .matmul = &entries::matmul,
+    .eltwise = &entries::eltwise,
+    .rows = &entries::rows,
+    .dropout = &entries::dropout,
+    .sparse_xent = &entries::sparse_xent,
+    .reduce = &entries::reduce,
+    .optimizer = &entries::optimizer,
+    .mem_stats = &entries::mem_stats,
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Activations: relu and softmax as plain loops split over the OpenMP team,
-// gelu/tanh/sigmoid through oneDNN's vectorised eltwise kernels.
+// gelu/tanh/sigmoid through oneDNN's vectorised eltwise kernels; on a GPU
+// the cuda backend's kernels (all but gelu, which the support table refuses).
 #include "engine/layers/activation.hpp"
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cassert>
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/eltwise.hpp"
 #include "engine/kernels/parallel.hpp"
 #include "engine/kernels/softmax.hpp"
@@ -70,7 +72,8 @@ Result<Shape> Activation::build(const Shape& input) {
 void Activation::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor& x, Tensor& y,
                          LayerCache&) const {
   prepare_output(y, x.shape(), {&x});
-  ops::on_device(*ctx.ops, "activation", {&x, &y}, [&] { forward_kernel(x, y); });
+  ops::on_device(*ctx.ops, "activation", {&x, &y}, [&] { forward_kernel(x, y); },
+                 [&] { forward_gpu(ctx.ops->device, x, y); });
 }
 
 void Activation::forward_kernel(const Tensor& x, Tensor& y) const {
@@ -98,7 +101,8 @@ void Activation::backward(const ForwardContext& ctx, std::span<const Tensor>, st
   // dx may share storage with dy (every kernel below is elementwise or reads
   // a row of dy before writing it), but not with x or y.
   prepare_output(*dx, x.shape(), {&x, &y});
-  ops::on_device(*ctx.ops, "activation_backward", {&x, &y, &dy, dx}, [&] { backward_kernel(x, y, dy, *dx); });
+  ops::on_device(*ctx.ops, "activation_backward", {&x, &y, &dy, dx}, [&] { backward_kernel(x, y, dy, *dx); },
+                 [&] { backward_gpu(ctx.ops->device, y, dy, *dx); });
 }
 
 void Activation::backward_kernel(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const {
@@ -125,6 +129,39 @@ void Activation::backward_kernel(const Tensor& x, const Tensor& y, const Tensor&
       break;
     default:
       kernels::eltwise_backward(eltwise_of(kind_), yp, g, out, n);
+  }
+}
+
+std::vector<std::string_view> Activation::ops() const {
+  // gelu has no GPU kernel yet: its own op name lets the support table say so.
+  if (kind_ == ActivationKind::kGelu) return {"activation", "gelu"};
+  return {"activation"};
+}
+
+void Activation::forward_gpu(const Device& d, const Tensor& x, Tensor& y) const {
+  const auto* in = static_cast<const float*>(x.raw());
+  auto* out = static_cast<float*>(y.raw());
+  const int64_t n = x.numel();
+  switch (kind_) {
+    case ActivationKind::kRelu: return gpu::relu(d, in, out, n);
+    case ActivationKind::kSigmoid: return gpu::sigmoid(d, in, out, n);
+    case ActivationKind::kTanh: return gpu::tanh(d, in, out, n);
+    case ActivationKind::kSoftmax: return gpu::softmax(d, in, out, n / last_dim_, last_dim_);
+    case ActivationKind::kGelu: ops::no_backend("activation gelu", d);
+  }
+}
+
+void Activation::backward_gpu(const Device& d, const Tensor& y, const Tensor& dy, Tensor& dx) const {
+  const auto* yp = static_cast<const float*>(y.raw());
+  const auto* g = static_cast<const float*>(dy.raw());
+  auto* out = static_cast<float*>(dx.raw());
+  const int64_t n = y.numel();
+  switch (kind_) {
+    case ActivationKind::kRelu: return gpu::relu_grad(d, yp, g, out, n);
+    case ActivationKind::kSigmoid: return gpu::sigmoid_grad(d, yp, g, out, n);
+    case ActivationKind::kTanh: return gpu::tanh_grad(d, yp, g, out, n);
+    case ActivationKind::kSoftmax: return gpu::softmax_grad(d, yp, g, out, n / last_dim_, last_dim_);
+    case ActivationKind::kGelu: ops::no_backend("activation_backward gelu", d);
   }
 }
 

@@ -23,7 +23,8 @@ class Activation : public Layer {
   static Result<ActivationKind> parse(const std::string& name);
 
   std::string type() const override { return "activation"; }
-  std::vector<std::string_view> ops() const override { return {"activation"}; }
+  // "activation", plus "gelu" for gelu (no GPU kernel yet).
+  std::vector<std::string_view> ops() const override;
   const std::string& function() const;  // "relu", ...
   Result<Shape> build(const Shape& input) override;
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
@@ -35,6 +36,9 @@ class Activation : public Layer {
   // The CPU kernels (raw memory of the call's device).
   void forward_kernel(const Tensor& x, Tensor& y) const;
   void backward_kernel(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const;
+  // The GPU kernels (engine/backend/cuda) on cuda device d.
+  void forward_gpu(const Device& d, const Tensor& x, Tensor& y) const;
+  void backward_gpu(const Device& d, const Tensor& y, const Tensor& dy, Tensor& dx) const;
   ActivationKind kind_;
   int64_t last_dim_ = 1;
 };

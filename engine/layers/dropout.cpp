@@ -7,6 +7,7 @@
 #include <cassert>
 #include <utility>
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/core.hpp"
 #include "engine/ops/dispatch.hpp"
@@ -84,6 +85,10 @@ void Dropout::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor
       dropout_mask(key, example, rate_, mp + r * per, per);
     }
     for (int64_t i = 0; i < batch * per; ++i) yp[i] = xp[i] * mp[i];
+  }, [&] {
+    // The same masks, bit for bit (engine/cuda/dropout.hpp).
+    gpu::dropout(ctx.ops->device, key, ctx.example_offset, rate_, static_cast<const float*>(x.raw()),
+                 static_cast<float*>(mask.raw()), static_cast<float*>(y.raw()), batch, per);
   });
 }
 

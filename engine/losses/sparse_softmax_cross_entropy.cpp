@@ -4,12 +4,14 @@
 // its positions, so a strategy that sums example losses over replicas and
 // divides by the global batch averages over the batch and every position.
 #include <cassert>
+#include <vector>
 #include <cmath>
 #include <limits>
 
 #include "engine/losses/loss_kind.hpp"
 #include "engine/losses/softmax_rows.hpp"
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {
@@ -75,6 +77,18 @@ class SparseSoftmaxCrossEntropy final : public Loss {
             }
           }
         }
+        total += example * weight;
+      }
+    }, [&] {
+      // Each row's loss comes back to the host (a wait: the step's loss is
+      // read every step) and is summed here in the CPU loop's order.
+      thread_local std::vector<double> row_losses;
+      row_losses.assign(static_cast<size_t>(rows), 0.0);
+      gpu::sparse_xent(ctx.device, static_cast<const float*>(logits.raw()), static_cast<const float*>(labels.raw()),
+                       dlogits ? static_cast<float*>(dlogits->raw()) : nullptr, row_scale, row_losses.data(), rows, c);
+      for (int64_t i = 0; i < b; ++i) {
+        double example = 0.0;
+        for (int64_t p = i * positions; p < (i + 1) * positions; ++p) example += row_losses[static_cast<size_t>(p)];
         total += example * weight;
       }
     });

@@ -1,13 +1,15 @@
-// Elementwise and reduction ops: CPU kernels (plain loops), run on the
-// context's device through on_device(). The elementwise ops and sum_rows
-// split their elements (sum_rows: its columns) over the OpenMP team; the
-// results do not depend on the number of threads.
+// Elementwise and reduction ops: CPU kernels (plain loops) and GPU kernels
+// (engine/backend/cuda), run on the context's device through on_device().
+// On the CPU the elementwise ops and sum_rows split their elements (sum_rows:
+// its columns) over the OpenMP team; the results do not depend on the number
+// of threads.
 #include "engine/ops/core.hpp"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/parallel.hpp"
 #include "engine/ops/dispatch.hpp"
 
@@ -34,7 +36,7 @@ void add_into(const Context& ctx, Tensor& acc, const Tensor& x) {
           for (int64_t i = first; i < last; ++i) a[i] += g[i];
         });
       },
-      {x.device()});
+      [&] { gpu::add_into(ctx.device, out(acc), in(x), acc.numel()); }, {x.device()});
 }
 
 void scale(const Context& ctx, Tensor& x, float s) {
@@ -43,7 +45,7 @@ void scale(const Context& ctx, Tensor& x, float s) {
     kernels::parallel_ranges(x.numel(), 1, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) p[i] *= s;
     });
-  });
+  }, [&] { gpu::scale(ctx.device, out(x), s, x.numel()); });
 }
 
 void mul(const Context& ctx, const Tensor& a, const Tensor& b, Tensor& o) {
@@ -55,7 +57,7 @@ void mul(const Context& ctx, const Tensor& a, const Tensor& b, Tensor& o) {
     kernels::parallel_ranges(o.numel(), 1, [&](int64_t first, int64_t last) {
       for (int64_t i = first; i < last; ++i) z[i] = x[i] * y[i];
     });
-  });
+  }, [&] { gpu::mul(ctx.device, in(a), in(b), out(o), o.numel()); });
 }
 
 void sum_rows(const Context& ctx, const Tensor& x, Tensor& o) {
@@ -75,7 +77,7 @@ void sum_rows(const Context& ctx, const Tensor& x, Tensor& o) {
         for (int64_t j = lo; j < hi; ++j) s[j] += row[j];
       }
     });
-  });
+  }, [&] { gpu::sum_rows(ctx.device, in(x), out(o), rows, n); });
 }
 
 double sum_squares(const Context& ctx, const Tensor& t) {
@@ -91,7 +93,7 @@ double sum_squares(const Context& ctx, const Tensor& t) {
     }
     for (; i < n; ++i) s[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
     total = (s[0] + s[1]) + (s[2] + s[3]);
-  });
+  }, [&] { total = gpu::sum_squares(ctx.device, in(t), t.numel()); });
   count_scalar_read(ctx);
   return total;
 }
@@ -103,7 +105,7 @@ bool all_finite(const Context& ctx, const Tensor& t) {
     float acc = 0.0f;  // x * 0 is NaN exactly for inf and NaN
     for (int64_t i = 0; i < t.numel(); ++i) acc += x[i] * 0.0f;
     finite = acc == 0.0f;
-  });
+  }, [&] { finite = gpu::count_nonfinite(ctx.device, in(t), t.numel()) == 0; });
   count_scalar_read(ctx);
   return finite;
 }

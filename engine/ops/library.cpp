@@ -1,10 +1,12 @@
-// Library ops: device checks, then oneDNN through engine/kernels/.
+// Library ops: device checks, then oneDNN through engine/kernels/ on the
+// CPU, or the CUDA module (cuBLASLt) on a GPU (float32 matmul only so far).
 #include "engine/ops/library.hpp"
 
 #include <cassert>
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/cast.hpp"
 #include "engine/kernels/parallel.hpp"
 #include "engine/ops/dispatch.hpp"
@@ -77,6 +79,10 @@ void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, 
     t.a_type = oa.type;
     t.b_type = ob.type;
     kernels::matmul(t, oa.p, ob.p, bias ? f32(*bias) : nullptr, f32(c));
+  }, [&] {
+    // The support table admits cuda matmuls only under a float32 policy.
+    assert(a.dtype() == DType::f32 && b.dtype() == DType::f32 && s.batch == 1);
+    gpu::matmul(ctx.device, s, f32(a), f32(b), bias ? f32(*bias) : nullptr, f32(c), false, ctx.tf32);
   });
 }
 

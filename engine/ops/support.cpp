@@ -19,12 +19,15 @@ struct Row {
 
 // cpu: oneDNN (f32; bf16 matmul and convolution with f32 accumulation) and
 // plain loops, which compute in f32 under any policy. debug: the same
-// kernels. cuda: the GPU backend (not in this build).
+// kernels. cuda: the GPU kernels of engine/backend/cuda (cuBLASLt and our
+// own, in the CUDA module), float32 only so far; an op without a cuda row
+// has no GPU kernel yet. Losses and optimizers are rows by their names.
 const Row kTable[] = {
     {"matmul", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 matmul on the CPU"},
     {"conv2d", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 convolution on the CPU"},
     {"pool2d", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"activation", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"gelu", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"batch_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"layer_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"global_pool", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
@@ -37,9 +40,27 @@ const Row kTable[] = {
     {"attention", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"sum_rows", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"mul", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
-    {"loss", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
-    {"optimizer", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"reduce", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"sparse_softmax_cross_entropy", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"softmax_cross_entropy", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"sigmoid_cross_entropy", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"mean_squared_error", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"sgd", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"adam", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"adamw", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"rmsprop", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"adagrad", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    // cuda: what a dense MLP trains with (sample_configs/mnist_mlp.yaml).
+    {"matmul", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"activation", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"dropout", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"sum_rows", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"mul", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"reduce", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"sparse_softmax_cross_entropy", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"sgd", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"adam", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"adamw", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
 };
 
 // The debug backend runs the CPU kernels: it supports what cpu supports.
@@ -74,6 +95,12 @@ bool supports(std::string_view op, const Context& ctx) {
 
 std::string why_unsupported(std::string_view op, const Context& ctx) {
   const Row* r = find(op, ctx.device.kind);
+  if (r == nullptr && ctx.device.kind == DeviceKind::cuda) {
+    return fmt::format("the cuda backend has no {} op in this dtrain yet (on a GPU it runs dense, flatten, reshape, "
+                       "dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and "
+                       "adam/adamw so far); use a cpu:N device",
+                       op);
+  }
   if (r == nullptr) {
     return fmt::format("the {} backend has no {} op in this dtrain", backend_name(ctx.device.kind), op);
   }

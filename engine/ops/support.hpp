@@ -10,10 +10,12 @@
 
 namespace dtrain::ops {
 
-// Op names as layers, losses and optimizers list them: "matmul", "conv2d",
-// "pool2d", "global_pool", "activation", "batch_norm", "layer_norm",
-// "dropout", "embedding", "position_embedding", "attention", "merge", "pad",
-// "sum_rows", "mul", "loss", "optimizer", "reduce".
+// Op names as layers list them: "matmul", "conv2d", "pool2d", "global_pool",
+// "activation", "gelu", "batch_norm", "layer_norm", "dropout", "embedding",
+// "position_embedding", "attention", "merge", "pad", "sum_rows", "mul",
+// "reduce" (sum of squares and the finite check: gradient clipping, mixed
+// precision); losses and optimizers by their names
+// ("sparse_softmax_cross_entropy", "adam", ...).
 bool supports(std::string_view op, const Context& ctx);
 // Why not, for the error message: e.g. "the cpu backend has no float16
 // matmul (oneDNN has none on the CPU)".

@@ -10,6 +10,7 @@
 #include "engine/cuda/update_math.hpp"  // the per-element update, shared with the GPU kernels
 #include "engine/optim/optimizer_impls.hpp"
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {
@@ -34,6 +35,11 @@ class Adam final : public Optimizer {
       float* __restrict m = static_cast<float*>(slots[0].raw());
       float* __restrict v = static_cast<float*>(slots[1].raw());
       for (int64_t i = 0; i < n; ++i) cuda::exact::adam(w[i], m[i], v[i], g[i], k);
+    }, [&] {
+      const cuda::exact::AdamScalars k = cuda::exact::adam_scalars(b1_, b2_, eps_, wd_, lr, step);
+      gpu::adam(ctx.device, static_cast<float*>(var.raw()), static_cast<const float*>(grad.raw()),
+                static_cast<float*>(slots[0].raw()), static_cast<float*>(slots[1].raw()), var.numel(),
+                {k.lr_t, k.one_minus_b1, k.one_minus_b2, k.keep, k.eps});
     });
   }
 

@@ -5,6 +5,7 @@
 #include "engine/cuda/update_math.hpp"  // the per-element update, shared with the GPU kernels
 #include "engine/optim/optimizer_impls.hpp"
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {
@@ -37,6 +38,9 @@ class Sgd final : public Optimizer {
       } else {
         for (int64_t i = 0; i < n; ++i) cuda::exact::sgd_momentum(w[i], v[i], g[i], lr, m, /*nesterov=*/false);
       }
+    }, [&] {
+      gpu::sgd(ctx.device, static_cast<float*>(var.raw()), static_cast<const float*>(grad.raw()),
+               momentum_ > 0.0f ? static_cast<float*>(slots[0].raw()) : nullptr, var.numel(), lr, momentum_, nesterov_);
     });
   }
 

@@ -146,4 +146,4 @@ def test_module_of_another_abi_version_is_refused(cuda_build, tmp_path):
     text = devices_text(env={"DTRAIN_CUDA_MODULE": str(module)})
     assert text.splitlines()[-1] == (
         f"GPUs          none (CUDA module not loaded: {module} (DTRAIN_CUDA_MODULE) has CUDA module ABI version "
-        "999, this dtrain needs 1: the module is from another build)")
+        "999, this dtrain needs 2: the module is from another build)")

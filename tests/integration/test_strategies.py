@@ -94,8 +94,10 @@ def test_devices_listed_twice_is_a_config_error(mlp_job):
                           'twice; expected each device once\n')
 
 
-def test_gpu_devices_fail_loudly_without_the_cuda_backend(mlp_job):
+def test_gpu_devices_under_several_device_strategies_fail_loudly(mlp_job):
     job, _ = mlp_job()
     out = run_dtrain("train", job, "--set", "strategy.type=mirrored", "--set", "strategy.devices=[gpu:0,gpu:1]")
     assert out.returncode == 2
-    assert "gpu:0 needs the CUDA compute backend" in out.stderr
+    assert out.stderr == (f"dtrain: {job}: strategy.devices: gpu:0 with strategy.type mirrored: only one_device runs "
+                          "on a GPU in this dtrain so far (several devices need NCCL); use one_device with devices: "
+                          "[gpu:0], or cpu:N devices\n")

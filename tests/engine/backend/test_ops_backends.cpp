@@ -17,6 +17,7 @@
 #include "engine/losses/loss.hpp"
 #include "engine/model/model.hpp"
 #include "engine/ops/core.hpp"
+#include "engine/ops/support.hpp"
 #include "engine/optim/initializers.hpp"
 #include "engine/optim/optimizer.hpp"
 
@@ -345,6 +346,43 @@ TEST_CASE("ops on every backend: int32 token ids give what float32 ids give") {
   }
 }
 
+// What the cuda backend runs so far: an MLP (sample_configs/mnist_mlp.yaml's
+// layers, and every activation but gelu), in float32 only.
+TEST_CASE("ops support: an MLP runs on gpu:0 in float32, not in bfloat16 or float16, and gelu not at all") {
+  const auto mlp = build_model(R"(model:
+  input: {shape: [28, 28, 1]}
+  layers:
+    - {type: flatten}
+    - {type: dense, units: 16, activation: relu}
+    - {type: dropout, rate: 0.2}
+    - {type: dense, units: 16, activation: tanh}
+    - {type: dense, units: 16, activation: sigmoid}
+    - {type: reshape, target_shape: [4, 4]}
+    - {type: activation, activation: softmax}
+    - {type: flatten}
+    - {type: dense, units: 10}
+  loss: sparse_softmax_cross_entropy
+)");
+  const Device gpu0{DeviceKind::cuda, 0};
+  CHECK(mlp->check_support(ops::Context{gpu0, DType::f32}).ok());
+  CHECK(mlp->check_support(ops::Context{gpu0, DType::f32, true}).ok());  // precision.matmul: tf32
+  for (const DType t : {DType::bf16, DType::f16}) {
+    const Status s = mlp->check_support(ops::Context{gpu0, t});
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().message == fmt::format("ops.yaml:5:7: model.layers[1] (dense): dense cannot run on gpu:0 in {}: the "
+                                           "cuda backend has no {} matmul (the GPU backend runs float32 only so far)",
+                                           dtype_name(t), dtype_name(t)));
+  }
+  for (const char* op : {"sparse_softmax_cross_entropy", "sgd", "adam", "adamw", "reduce"}) {
+    CHECK_MESSAGE(ops::supports(op, ops::Context{gpu0, DType::f32}), op);
+  }
+  for (const char* op : {"softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error", "rmsprop", "adagrad",
+                         "gelu", "conv2d", "pool2d", "batch_norm"}) {
+    CHECK_MESSAGE(!ops::supports(op, ops::Context{gpu0, DType::f32}), op);
+    CHECK_MESSAGE(ops::supports(op, ops::Context{kHost, DType::f32}), op);
+  }
+}
+
 TEST_CASE("ops support: what a backend cannot run is refused when the model is set up, naming layer, device and type") {
   const auto model = build_model();
   CHECK(model->check_support(ops::Context{kHost, DType::f32}).ok());
@@ -358,7 +396,9 @@ TEST_CASE("ops support: what a backend cannot run is refused when the model is s
   REQUIRE_FALSE(gpu.ok());
   CHECK(gpu.error().message ==
         "ops.yaml:4:7: model.layers[0] (conv2d): conv2d cannot run on gpu:0 in float32: the cuda backend has no "
-        "conv2d op in this dtrain");
+        "conv2d op in this dtrain yet (on a GPU it runs dense, flatten, reshape, "
+        "dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and adam/adamw so far); use a "
+        "cpu:N device");
   // The sequence layers run on cpu and debug in both compute types, not yet on cuda.
   const auto sequence = build_model(kSequenceLayers);
   for (const Backend& b : backends()) CHECK(sequence->check_support(ops::Context{b.device, b.compute}).ok());
@@ -366,7 +406,9 @@ TEST_CASE("ops support: what a backend cannot run is refused when the model is s
   REQUIRE_FALSE(seq_gpu.ok());
   CHECK(seq_gpu.error().message ==
         "ops.yaml:4:7: model.layers[0] (embedding): embedding cannot run on gpu:0 in float32: the cuda backend has "
-        "no embedding op in this dtrain");
+        "no embedding op in this dtrain yet (on a GPU it runs dense, flatten, reshape, "
+        "dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and adam/adamw so far); use a "
+        "cpu:N device");
 }
 
 }  // namespace
