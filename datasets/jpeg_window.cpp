@@ -142,7 +142,7 @@ Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResampl
   }
   if (*failure != '\0') return data_error(fmt::format("{}: not a valid JPEG image ({})", where, failure));
   resample_bilinear_u8(scratch.data(), static_cast<int64_t>(x_count) * c, c, y_first, static_cast<int64_t>(x_first), ty,
-                       tx, out);
+                       tx, out, /*rows_first=*/fast_jpeg);
   return {};
 }
 

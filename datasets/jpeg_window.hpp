@@ -43,7 +43,8 @@ int jpeg_dct_scale(const JpegResample& r, bool fast_jpeg);
 // jpeg_dct_scale(r, fast_jpeg)/8, only the rows and iMCU columns the kept
 // outputs read, and writes keep.height x keep.width x c uint8 pixels (HWC)
 // to `out`. fast_jpeg also takes libjpeg's fast integer DCT (JDCT_IFAST,
-// TensorFlow's decode_jpeg default); without it the accurate one (JDCT_ISLOW)
+// TensorFlow's decode_jpeg default) and resample_bilinear_u8's rows-first
+// order; without it the accurate DCT (JDCT_ISLOW)
 // at 8/8, and the pixels equal decode_jpeg + resize_bilinear_u8 (+ the crop)
 // exactly. `scratch` is reused storage.
 // Errors (kData, "<where>: ..."): not a JPEG or corrupt.

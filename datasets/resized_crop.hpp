@@ -58,8 +58,12 @@ BilinearTaps bilinear_taps(int64_t start, int64_t extent, int64_t out, int k = 8
 // out (ty x tx x c, HWC) = the bilinear samples of `src` at the taps, where
 // src's row r holds position y0 + r and column x position x0 + x
 // (`src_stride` values a row); rounded half to even and clamped to 0..255.
+// rows_first false computes each value as resize_bilinear_u8 (and torch)
+// does, h0 (w0 a + w1 b) + h1 (w0 c + w1 d); true blends the rows first,
+// w0 (h0 a + h1 c) + w1 (h0 b + h1 d): half the work, and now and then a
+// value one apart where the float roundings differ.
 void resample_bilinear_u8(const uint8_t* src, int64_t src_stride, int64_t c, int64_t y0, int64_t x0,
-                          const BilinearTaps& ty, const BilinearTaps& tx, uint8_t* out);
+                          const BilinearTaps& ty, const BilinearTaps& tx, uint8_t* out, bool rows_first = false);
 
 // Bilinear resize (half-pixel centres, torch's align_corners=False, no
 // antialiasing) of the window `box` of `in` (dims `d`) to out_h x out_w,

@@ -1,5 +1,6 @@
-// StreamInput: RecordStream -> global batch of records -> this worker's rows
-// -> decode on a MapPool -> scale -> map, on the prefetch thread; each batch
+// StreamInput: RecordStream -> global batch of records (read a batch ahead on
+// a reader thread) -> this worker's rows -> decode on a MapPool -> scale ->
+// map, on the prefetch thread; each batch
 // carries the stream's position after it, which state() reports once the
 // batch is delivered.
 #include "datasets/stream_input.hpp"
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <future>
 #include <utility>
 
 #include "datasets/example_decode.hpp"
@@ -49,7 +51,10 @@ class StreamInput final : public Input {
         jpeg_(JpegRows::make(parts_.layout, parts_.map, parts_.scale)),
         scratch_(static_cast<size_t>(std::max(1, parts_.threads))) {}
 
-  ~StreamInput() override { prefetcher_.reset(); }  // joins the thread before stream_ and pool_ go
+  ~StreamInput() override {  // joins the threads before stream_ and pool_ go
+    prefetcher_.reset();
+    stop_reading();
+  }
 
   Result<std::optional<Batch>> next() override {
     Result<std::optional<Batch>> r = std::optional<Batch>();
@@ -71,6 +76,7 @@ class StreamInput final : public Input {
 
   Status restore(int64_t batches_delivered) override {
     prefetcher_.reset();
+    stop_reading();
     stream_ = std::make_unique<RecordStream>(parts_.stream);
     for (int64_t b = 0; b < batches_delivered; ++b) {
       std::vector<StreamRecord> records;
@@ -87,6 +93,7 @@ class StreamInput final : public Input {
   Status restore_state(int64_t batches_delivered, const std::string& state) override {
     if (state.empty()) return restore(batches_delivered);
     prefetcher_.reset();
+    stop_reading();
     stream_ = std::make_unique<RecordStream>(parts_.stream);
     if (Status s = stream_->restore(state); !s) return s;
     position_ = batches_delivered;
@@ -99,6 +106,24 @@ class StreamInput final : public Input {
   std::string describe() const override { return parts_.description; }
 
  private:
+  // One batch of the stream's records and the stream's position after it.
+  struct RecordBatch {
+    std::vector<StreamRecord> records;
+    std::shared_ptr<const InputState> state;
+    Status status;
+  };
+  RecordBatch read_records() {
+    RecordBatch b;
+    b.status = read_batch(b.records);
+    if (b.status) b.state = stream_->snapshot();
+    return b;
+  }
+  // Waits for a read in flight and drops it: before stream_ is replaced.
+  void stop_reading() {
+    if (reading_.valid()) reading_.wait();
+    reading_ = {};
+  }
+
   // The records of the next batch of the stream; empty at the end.
   Status read_batch(std::vector<StreamRecord>& records) {
     records.clear();
@@ -139,9 +164,13 @@ class StreamInput final : public Input {
 
   // Runs on the prefetch thread while prefetcher_ exists, else on the caller's.
   Result<std::optional<Batch>> produce() {
-    std::vector<StreamRecord> records;
-    if (Status s = read_batch(records); !s) return s.error();
-    auto state = stream_->snapshot();
+    RecordBatch next = reading_.valid() ? reading_.get() : read_records();
+    if (!next.status) return next.status.error();
+    std::vector<StreamRecord> records = std::move(next.records);
+    auto state = std::move(next.state);
+    // The next batch's records are read (files, CRCs, the shuffle buffer)
+    // while this one decodes.
+    if (!records.empty()) reading_ = std::async(std::launch::async, [this] { return read_records(); });
     auto n = static_cast<int64_t>(records.size());
     int64_t lo = 0, hi = n;
     if (parts_.workers > 1 && n > 0) {
@@ -219,6 +248,7 @@ class StreamInput final : public Input {
   const std::optional<JpegRows> jpeg_;  // one JPEG feature: decoded fused with the map's pixel operations
   std::vector<JpegRows::Scratch> scratch_;  // one per decode chunk (prefetch thread's)
   std::vector<Tensor> pool_buffers_;  // batch features buffers for reuse (prefetch thread's)
+  std::future<RecordBatch> reading_;  // the next batch's records, read on their own thread
   std::unique_ptr<Prefetcher> prefetcher_;  // last member: destroyed first
 };
 

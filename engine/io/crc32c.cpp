@@ -30,8 +30,40 @@ uint32_t load_le32(const unsigned char* p) {
 
 }  // namespace
 
+// The CPU's own CRC32C instruction where there is one (x86-64 with SSE4.2:
+// several times the tables' speed; the records of a streamed input are all
+// checked).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+namespace {
+__attribute__((target("sse4.2"))) uint32_t crc32c_instruction(const unsigned char* p, size_t n, uint32_t crc) {
+  uint64_t c = crc;
+  for (; n >= 8; n -= 8, p += 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  for (; n > 0; --n, ++p) c32 = __builtin_ia32_crc32qi(c32, *p);
+  return c32;
+}
+bool have_instruction() {
+  static const bool have = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2") != 0;
+  }();
+  return have;
+}
+}  // namespace
+#else
+namespace {
+uint32_t crc32c_instruction(const unsigned char*, size_t, uint32_t crc) { return crc; }
+bool have_instruction() { return false; }
+}  // namespace
+#endif
+
 uint32_t crc32c(const void* data, size_t n, uint32_t crc) {
   const auto* p = static_cast<const unsigned char*>(data);
+  if (have_instruction()) return ~crc32c_instruction(p, n, ~crc);
   crc = ~crc;
   for (; n >= 8; n -= 8, p += 8) {
     const uint32_t lo = load_le32(p) ^ crc;
