@@ -1,7 +1,10 @@
 // dtrain's entry point: parse the command line with CLI11 and dispatch to
 // the subcommand table (cli/commands.cpp). Exit codes: 0 ok, 1 failure,
 // 2 usage or job-file error, 3 data error, 4 cluster error.
+#include <malloc.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "cli/commands.hpp"
@@ -9,6 +12,13 @@
 #include "engine/version.hpp"
 
 int main(int argc, char** argv) {
+  // glibc reserves 64 MiB of address space for each malloc arena, up to 8 per
+  // core, and dtrain's input pipeline runs a thread per open file besides the
+  // decode and compute threads: under an address-space limit (ulimit -v,
+  // RLIMIT_AS) those reservations alone could exceed it. Four arenas serve
+  // these threads (large tensors are mapped pages of their own anyway);
+  // MALLOC_ARENA_MAX in the environment still decides where it is set.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 4);
   using dtrain::cli::Args;
   CLI::App app{"dtrain: train neural networks described in a YAML job file", "dtrain"};
   app.set_version_flag("--version", dtrain::kDtrainVersion);

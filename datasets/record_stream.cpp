@@ -95,7 +95,7 @@ Result<bool> RecordStream::pull(Buffered& out) {
       return true;
     }
     if (slot.reader) {
-      auto got = slot.reader->next(out.data, out.ref.offset, out.ref.index, spec_.skip_corrupt, &skipped_);
+      auto got = slot.reader->next(out.data, out.ref.offset, out.ref.index, &skipped_);
       if (!got) return got.error();
       if (*got) {
         out.ref.file = order_[static_cast<size_t>(slot.position)];
@@ -126,7 +126,7 @@ Result<bool> RecordStream::pull(Buffered& out) {
       } else {
         auto reader = open_file(file);
         if (!reader) return reader.error();
-        slot.reader = std::move(reader.value());
+        slot.reader = std::make_unique<ReadAheadReader>(std::move(reader.value()), spec_.skip_corrupt);
         if (spec_.cache) slot.filling = std::make_shared<CachedFile>();
       }
       slot.position = next_file_++;
@@ -277,7 +277,7 @@ Status RecordStream::restore(const std::string& text) {
       auto reader = open_file(order_[static_cast<size_t>(position)]);
       if (!reader) return reader.error();
       if (Status s = (*reader)->seek(slots[k].at(1).get<int64_t>(), slots[k].at(2).get<int64_t>()); !s) return s;
-      slots_[k] = Slot{position, std::move(reader.value())};
+      slots_[k] = Slot{position, std::make_unique<ReadAheadReader>(std::move(reader.value()), spec_.skip_corrupt)};
       ++open_;
     }
     // The buffered records, read file by file in offset order.

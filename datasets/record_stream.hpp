@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
+#include "datasets/read_ahead.hpp"
 #include "datasets/tfrecord_reader.hpp"
 #include "engine/status.hpp"
 
@@ -101,7 +102,7 @@ class RecordStream {
   };
   struct Slot {
     int64_t position = -1;
-    std::unique_ptr<TfRecordReader> reader;    // reading the file, or
+    std::unique_ptr<ReadAheadReader> reader;   // reading the file (on its own thread), or
     std::shared_ptr<const CachedFile> cached;  // reading its cached records
     size_t cursor = 0;                         // next of cached's records
     std::shared_ptr<CachedFile> filling;       // the cache being made from reader (read from its start)

@@ -19,6 +19,7 @@
 #include "datasets/map_ops.hpp"
 #include "datasets/map_pool.hpp"
 #include "datasets/prefetch.hpp"
+#include "datasets/read_ahead.hpp"
 #include "datasets/record_stream.hpp"
 #include "datasets/source.hpp"
 
@@ -332,7 +333,8 @@ Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, con
   const int64_t row_elements = std::max(num_elements(jpeg ? jpeg->row_shape() : parts.layout.feature_shape),
                                         num_elements(parts.map.feature_shape()));
   const int64_t batch_bytes = rows * (row_elements + num_elements(parts.map.label_shape())) * 4;
-  const int64_t held = batch_bytes * (spec.prefetch + 2) + st.cycle_length * (256 << 10);
+  // Each open file: its read buffer (64 KiB) and the records read ahead of use.
+  const int64_t held = batch_bytes * (spec.prefetch + 2) + st.cycle_length * ((64 << 10) + ReadAheadReader::kQueueBytes);
   std::string budget = "no max_buffer_mb";
   if (spec.max_buffer_mb) {
     const int64_t cap = *spec.max_buffer_mb << 20;

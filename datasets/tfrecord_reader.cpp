@@ -28,7 +28,7 @@ uint32_t le32(const uint8_t* p) {
          static_cast<uint32_t>(p[3]) << 24;
 }
 
-constexpr size_t kReadBuffer = 256 << 10;  // stdio / zlib buffer per open file
+constexpr size_t kReadBuffer = 64 << 10;  // stdio / zlib buffer per open file (see ReadAheadReader::kQueueBytes)
 
 }  // namespace
 
