@@ -14,6 +14,11 @@ namespace dtrain {
 
 std::string Pool2D::type() const { return o_.kind == kernels::PoolKind::kMax ? "max_pool2d" : "avg_pool2d"; }
 
+std::vector<std::string_view> Pool2D::ops() const {
+  const bool pad_after = geom_.pad_bottom != geom_.pad_top || geom_.pad_right != geom_.pad_left;
+  return {pad_after ? "pool2d_pad_after" : "pool2d"};
+}
+
 Result<Shape> Pool2D::build(const Shape& input) {
   if (input.size() != 3) {
     return config_error(fmt::format(

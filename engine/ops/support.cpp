@@ -26,6 +26,8 @@ const Row kTable[] = {
     {"matmul", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 matmul on the CPU"},
     {"conv2d", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 convolution on the CPU"},
     {"pool2d", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    // SAME pooling with more padding after the input than before (Pool2D::ops).
+    {"pool2d_pad_after", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"activation", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"gelu", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"batch_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
@@ -54,6 +56,10 @@ const Row kTable[] = {
     {"matmul", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"conv2d", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"pool2d", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"pool2d_pad_after", DeviceKind::cuda, {},
+     "cuDNN pools with one pad per dimension, so padding: same with more padding after the input than before, "
+     "as a 7x7 input pooled 2x2 with stride 2 needs, has no GPU kernel yet; use padding: valid "
+     "or a cpu:N device"},
     {"activation", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"dropout", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"sum_rows", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},

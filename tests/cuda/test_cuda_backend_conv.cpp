@@ -156,6 +156,8 @@ TEST_CASE("cuda backend layers: max_pool2d and avg_pool2d forward and backward e
 
 TEST_CASE("cuda backend layers: SAME pooling cuDNN cannot place fails loudly, naming the padding") {
   DTRAIN_REQUIRE_GPU_BACKEND();
+  // The support table refuses such a layer when the job loads (its op is
+  // pool2d_pad_after); this is the GPU op's own last line of defence.
   // 7 rows pooled 2 with stride 2 under SAME: 4 windows, the extra pad after
   // the input only; cuDNN takes one pad for both sides.
   Pool2D layer({kernels::PoolKind::kMax, {2, 2}, {2, 2}, true});
