@@ -74,14 +74,14 @@ else
 fi
 
 # 3. A sample (one_device) trained 200 steps on gpu:0 and on cpu:0 from the
-# same seed: the GPU's eval accuracy is within DEVICE_TOL of the CPU's, and
-# the GPU's checkpoint evaluates on the CPU to the GPU's own accuracy (within
-# RESUME_TOL). Both are fractions (0.01 = 1 point of accuracy).
+# same seed: the GPU's eval accuracy is at most BELOW below the CPU's and at
+# most ABOVE above it, and the GPU's checkpoint evaluates on the CPU to the
+# GPU's own accuracy (within RESUME_TOL). Fractions (0.01 = 1 point).
 eval_accuracy() {  # LOG -> the last "eval at step N: ... accuracy A" value
   sed -n 's/^eval at step [0-9]*:.* accuracy \([0-9.]*\).*/\1/p' "$1" | tail -1
 }
-sample_on_gpu() {  # NAME DEVICE_TOL RESUME_TOL
-  local name="$1" device_tol="$2" resume_tol="$3" cfg="$here/share/sample_configs/$1.yaml" log="$logs/$1"
+sample_on_gpu() {  # NAME BELOW ABOVE RESUME_TOL
+  local name="$1" below="$2" above="$3" resume_tol="$4" cfg="$here/share/sample_configs/$1.yaml" log="$logs/$1"
   "$here/bin/dtrain" train "$cfg" --set 'strategy.devices=[gpu:0]' --set run.max_steps=200 \
     --model-dir "$log-gpu" --log-format plain >"$log-gpu.log" 2>&1
   local rc=$?
@@ -95,12 +95,12 @@ sample_on_gpu() {  # NAME DEVICE_TOL RESUME_TOL
     resumed_acc="$(sed -n 's/^accuracy: \([0-9.]*\)$/\1/p' "$log-gpu-ckpt-on-cpu.log" | tail -1)"
     detail="accuracy gpu:0 ${gpu_acc:-?}, cpu:0 ${cpu_acc:-?}, gpu:0 checkpoint on cpu:0 ${resumed_acc:-?}"
     if [ -n "$gpu_acc" ] && [ -n "$cpu_acc" ] && [ -n "$resumed_acc" ] && awk -v g="$gpu_acc" -v c="$cpu_acc" \
-         -v r="$resumed_acc" -v dt="$device_tol" -v rt="$resume_tol" \
-         'BEGIN { d = g - c; e = g - r; exit !(d <= dt && d >= -dt && e <= rt && e >= -rt) }'; then
+         -v r="$resumed_acc" -v lo="$below" -v hi="$above" -v rt="$resume_tol" \
+         'BEGIN { d = g - c; e = g - r; exit !(d <= hi && d >= -lo && e <= rt && e >= -rt) }'; then
       passed=$((passed + 1)); note passed "$name on gpu:0" "$detail"
     else
       failed=$((failed + 1))
-      note FAILED "$name on gpu:0" "$detail (allowed: $device_tol between devices, $resume_tol on resume)"
+      note FAILED "$name on gpu:0" "$detail (allowed: gpu:0 from $below below to $above above cpu:0, $resume_tol on resume)"
       tail -5 "$log-gpu.log" "$log-cpu.log" "$log-gpu-ckpt-on-cpu.log"
     fi
   elif [ -n "$no_gpu" ] && [ "$rc" -eq 2 ] && grep -q 'strategy.devices: gpu:0 cannot be used' "$log-gpu.log"; then
@@ -109,10 +109,11 @@ sample_on_gpu() {  # NAME DEVICE_TOL RESUME_TOL
     failed=$((failed + 1)); note FAILED "$name on gpu:0" "exit status $rc: $(tail -1 "$log-gpu.log")"
   fi
 }
-sample_on_gpu mnist_mlp 0.01 0.002
-# mnist_cnn (conv2d, max_pool2d through cuDNN): the issue's criterion, the
-# CPU run's accuracy within 0.3 points.
-sample_on_gpu mnist_cnn 0.003 0.002
+sample_on_gpu mnist_mlp 0.01 0.01 0.002
+# mnist_cnn (conv2d, max_pool2d through cuDNN): the issue's criterion, gpu:0
+# reaches the CPU run's accuracy within 0.3 points (3 of the 1,000 eval
+# digits); doing better is no failure.
+sample_on_gpu mnist_cnn 0.003 1 0.002
 
 # 4. The GPU benchmark (verifies each result before timing it).
 if [ ! -x "$here/tests/dtrain_bench_gpu" ]; then
