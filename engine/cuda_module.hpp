@@ -114,6 +114,44 @@ struct DtrainCudaOptim {
   float lr_t, one_minus_b1, one_minus_b2, keep, eps;  // adam: engine/cuda/update_math.hpp's AdamScalars
 };
 
+// A 2-D convolution's geometry as engine/kernels/conv.hpp's Conv2dShape
+// (NHWC activations, HWIO weights, TensorFlow's explicit padding, dilation 1 =
+// none) and its operands, float32. Which pass reads which pointer:
+enum DtrainCudaConvKind : int32_t {
+  kDtrainConvForward = 0,       // y = conv(x, w) [+ bias] [then relu]
+  kDtrainConvBackwardData = 1,  // dx = conv_transpose(dy, w)
+  kDtrainConvBackwardWeights = 2,  // dw, db (or null) from x and dy
+};
+
+struct DtrainCudaConv {
+  int32_t kind;  // DtrainCudaConvKind
+  int32_t relu;  // forward only
+  int32_t tf32;  // TF32 tensor cores (precision.matmul: tf32)
+  int64_t n, ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, dil_h, dil_w;  // dilation 1 = none
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
+  const float* x;     // (n, ih, iw, ic)
+  const float* w;     // (kh, kw, ic, oc)
+  const float* bias;  // (oc) or null
+  const float* dy;    // (n, oh, ow, oc)
+  float* y;           // (n, oh, ow, oc)
+  float* dx;          // (n, ih, iw, ic)
+  float* dw;          // (kh, kw, ic, oc)
+  float* db;          // (oc) or null
+};
+
+// Max or average (padding excluded) pooling, NHWC float32, geometry as
+// engine/kernels/pool.hpp's Pool2dShape. backward reads x, y and dy.
+struct DtrainCudaPool {
+  int32_t backward;
+  int32_t max;  // 1 max, 0 average
+  int64_t n, ih, iw, c, oh, ow, kh, kw, sh, sw;
+  int64_t pad_top, pad_left, pad_bottom, pad_right;
+  const float* x;   // (n, ih, iw, c)
+  float* y;         // (n, oh, ow, c): forward writes it, backward reads it
+  const float* dy;  // (n, oh, ow, c)
+  float* dx;        // (n, ih, iw, c), overwritten
+};
+
 // A GPU's caching allocator, as engine/cuda/caching_allocator.hpp counts it.
 struct DtrainCudaMemStats {
   uint64_t allocated_bytes, reserved_bytes, peak_allocated_bytes, peak_reserved_bytes;
@@ -170,6 +208,13 @@ struct DtrainCudaModule {
   int32_t (*optimizer)(int32_t device, const DtrainCudaOptim* args, DtrainCudaError* err) noexcept;
   // The GPU's allocator statistics (no wait).
   int32_t (*mem_stats)(int32_t device, DtrainCudaMemStats* out, DtrainCudaError* err) noexcept;
+
+  // ---- ABI 3: convolution and pooling through cuDNN (engine/cuda/cudnn_ops.hpp) ----
+  // One convolution pass (DtrainCudaConv); workspace and scratch from the
+  // caching allocator.
+  int32_t (*conv2d)(int32_t device, const DtrainCudaConv* args, DtrainCudaError* err) noexcept;
+  // Pooling forward or backward (DtrainCudaPool).
+  int32_t (*pool2d)(int32_t device, const DtrainCudaPool* args, DtrainCudaError* err) noexcept;
 };
 
 // The one symbol the module exports (engine/cuda/module.map); its table is
@@ -179,7 +224,7 @@ using DtrainCudaModuleEntry = const DtrainCudaModule* (*)() noexcept;
 
 }  // extern "C"
 
-inline constexpr uint32_t kDtrainCudaModuleAbi = 2;
+inline constexpr uint32_t kDtrainCudaModuleAbi = 3;
 inline constexpr const char* kDtrainCudaModuleEntry = "dtrain_cuda_module";
 inline constexpr const char* kDtrainCudaModuleFile = "libdtrain_cuda.so";
 

@@ -11,6 +11,7 @@
 
 #include "engine/cuda/backend_kernels.hpp"
 #include "engine/cuda/check.hpp"
+#include "engine/cuda/cudnn_ops.hpp"
 #include "engine/cuda/device_context.hpp"
 #include "engine/cuda/dropout.hpp"
 #include "engine/cuda/eltwise.hpp"
@@ -191,6 +192,40 @@ int32_t optimizer(int32_t device, const DtrainCudaOptim* a, DtrainCudaError* err
       return adam_update({&t, 1}, s, stream(dev));
     }
     return runtime_error(fmt::format("gpu:{}: unknown optimizer kind {}", device, a->kind));
+  });
+}
+
+int32_t conv2d(int32_t device, const DtrainCudaConv* a, DtrainCudaError* err) noexcept {
+  return run(device, err, [&](GpuDevice& dev) -> Status {
+    kernels::Conv2dShape s;
+    s.n = a->n;
+    s.ih = a->ih, s.iw = a->iw, s.ic = a->ic;
+    s.oh = a->oh, s.ow = a->ow, s.oc = a->oc;
+    s.kh = a->kh, s.kw = a->kw, s.sh = a->sh, s.sw = a->sw, s.dh = a->dil_h, s.dw = a->dil_w;
+    s.pad_top = a->pad_top, s.pad_left = a->pad_left, s.pad_bottom = a->pad_bottom, s.pad_right = a->pad_right;
+    s.relu = a->relu != 0;
+    if (s.n == 0) return {};
+    const MathMode mode = a->tf32 ? MathMode::kTf32 : MathMode::kFloat32;
+    switch (a->kind) {
+      case kDtrainConvForward: return conv2d_forward(dev, s, a->x, a->w, a->bias, a->y, mode);
+      case kDtrainConvBackwardData: return conv2d_backward_data(dev, s, a->dy, a->w, a->dx, mode);
+      case kDtrainConvBackwardWeights: return conv2d_backward_weights(dev, s, a->x, a->dy, a->dw, a->db, mode);
+    }
+    return runtime_error(fmt::format("gpu:{}: unknown convolution kind {}", device, a->kind));
+  });
+}
+
+int32_t pool2d(int32_t device, const DtrainCudaPool* a, DtrainCudaError* err) noexcept {
+  return run(device, err, [&](GpuDevice& dev) -> Status {
+    kernels::Pool2dShape s;
+    s.kind = a->max ? kernels::PoolKind::kMax : kernels::PoolKind::kAvg;
+    s.n = a->n;
+    s.ih = a->ih, s.iw = a->iw, s.c = a->c, s.oh = a->oh, s.ow = a->ow;
+    s.kh = a->kh, s.kw = a->kw, s.sh = a->sh, s.sw = a->sw;
+    s.pad_top = a->pad_top, s.pad_left = a->pad_left, s.pad_bottom = a->pad_bottom, s.pad_right = a->pad_right;
+    if (s.n == 0) return {};
+    if (a->backward) return pool2d_backward(dev, s, a->x, a->y, a->dy, a->dx);
+    return pool2d_forward(dev, s, a->x, a->y);
   });
 }
 

@@ -21,6 +21,8 @@ int32_t sparse_xent(int32_t device, const DtrainCudaXent* args, DtrainCudaError*
 int32_t reduce(int32_t device, int32_t kind, const float* x, int64_t n, double* host_out,
                DtrainCudaError* err) noexcept;
 int32_t optimizer(int32_t device, const DtrainCudaOptim* args, DtrainCudaError* err) noexcept;
+int32_t conv2d(int32_t device, const DtrainCudaConv* args, DtrainCudaError* err) noexcept;
+int32_t pool2d(int32_t device, const DtrainCudaPool* args, DtrainCudaError* err) noexcept;
 int32_t mem_stats(int32_t device, DtrainCudaMemStats* out, DtrainCudaError* err) noexcept;
 
 }  // namespace dtrain::cuda::entries

@@ -39,6 +39,8 @@ constexpr DtrainCudaModule kTable = {
     .reduce = &entries::reduce,
     .optimizer = &entries::optimizer,
     .mem_stats = &entries::mem_stats,
+    .conv2d = &entries::conv2d,
+    .pool2d = &entries::pool2d,
 };
 
 }  // namespace

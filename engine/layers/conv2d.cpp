@@ -1,10 +1,11 @@
-// Conv2D layer: shape checks and TF padding at build, oneDNN kernels per call.
+// Conv2D layer: shape checks and TF padding at build, oneDNN (CPU) or cuDNN (GPU) kernels per call.
 #include "engine/layers/conv2d.hpp"
 
 #include <fmt/format.h>
 
 #include <cassert>
 
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/padding.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/dispatch.hpp"
@@ -102,6 +103,9 @@ void Conv2D::backward(const ForwardContext& ctx, std::span<const Tensor> params,
       const int64_t n = dy.numel();
 #pragma omp parallel for simd schedule(static) if (n >= (1 << 16))
       for (int64_t i = 0; i < n; ++i) masked[i] = out[i] > 0.0f ? g[i] : 0.0f;
+    }, [&] {
+      gpu::relu_grad(ctx.ops->device, static_cast<const float*>(y.raw()), static_cast<const float*>(dy_in.raw()),
+                     static_cast<float*>(dy.raw()), dy.numel());
     });
   }
   assert(dy.rank() == 4 && dy.dim(0) == s.n && dy.dim(1) == s.oh && dy.dim(2) == s.ow && dy.dim(3) == s.oc);

@@ -1,4 +1,4 @@
-// Pooling layers: TF window arithmetic at build, oneDNN pooling per call.
+// Pooling layers: TF window arithmetic at build, oneDNN (CPU) or cuDNN (GPU) pooling per call.
 #include "engine/layers/pool2d.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +13,11 @@
 namespace dtrain {
 
 std::string Pool2D::type() const { return o_.kind == kernels::PoolKind::kMax ? "max_pool2d" : "avg_pool2d"; }
+
+std::vector<std::string_view> Pool2D::ops() const {
+  const bool pad_after = geom_.pad_bottom != geom_.pad_top || geom_.pad_right != geom_.pad_left;
+  return {pad_after ? "pool2d_pad_after" : "pool2d"};
+}
 
 Result<Shape> Pool2D::build(const Shape& input) {
   if (input.size() != 3) {
@@ -59,7 +64,7 @@ void Pool2D::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor&
   const auto s = shape_for(x.dim(0));
   prepare_output(y, {s.n, s.oh, s.ow, s.c}, {&x});
   if (s.n == 0) return;
-  const size_t ws_bytes = kernels::pool2d_workspace_bytes(s);
+  const size_t ws_bytes = ops::pool2d_workspace_bytes(*ctx.ops, s);
   Tensor* ws = nullptr;
   if (ws_bytes > 0) {
     cache.saved.resize(1);
@@ -71,18 +76,18 @@ void Pool2D::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor&
 }
 
 void Pool2D::backward(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
-                      const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache& cache) const {
+                      const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const {
   if (dx == nullptr) return;
   const auto s = shape_for(x.dim(0));
   assert(dy.rank() == 4 && dy.dim(0) == s.n && dy.dim(1) == s.oh && dy.dim(2) == s.ow && dy.dim(3) == s.c);
   prepare_output(*dx, x.shape(), {&dy});
   if (s.n == 0) return;
   const Tensor* ws = nullptr;
-  if (o_.kind == kernels::PoolKind::kMax) {
+  if (ops::pool2d_workspace_bytes(*ctx.ops, s) > 0) {
     assert(!cache.saved.empty() && !cache.saved[0].empty());
     ws = &cache.saved[0];
   }
-  ops::pool2d_backward(*ctx.ops, s, dy, *dx, ws);
+  ops::pool2d_backward(*ctx.ops, s, x, y, dy, *dx, ws);
 }
 
 }  // namespace dtrain

@@ -1,5 +1,6 @@
-// 2-D max and average pooling layers (TensorFlow semantics), through oneDNN.
-// One class serves both types: they differ only in the oneDNN algorithm.
+// 2-D max and average pooling layers (TensorFlow semantics), through oneDNN
+// on the CPU and cuDNN on a GPU. One class serves both types: they differ
+// only in the algorithm.
 //   x: (B, H, W, C) NHWC   y: (B, OH, OW, C)
 // SAME padding: max ignores padded positions; avg divides by the number of
 // real (unpadded) elements in each window. Max pooling keeps oneDNN's argmax
@@ -24,7 +25,10 @@ class Pool2D : public Layer {
   explicit Pool2D(Pool2dOptions o) : o_(o) {}
 
   std::string type() const override;  // "max_pool2d" | "avg_pool2d"
-  std::vector<std::string_view> ops() const override { return {"pool2d"}; }
+  // "pool2d"; after build(), "pool2d_pad_after" instead when SAME pads more
+  // after the input than before (cuDNN takes one pad per dimension, so the
+  // GPU cannot place those windows: the support table says so at load).
+  std::vector<std::string_view> ops() const override;
   // REQUIRES: input (H, W, C); errors on other ranks and on an empty output.
   Result<Shape> build(const Shape& input) override;
   const Pool2dOptions& options() const { return o_; }

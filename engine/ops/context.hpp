@@ -14,8 +14,9 @@ struct Context {
   // dense/conv compute type: f32, or bf16 with f32 accumulation and f32
   // inputs/outputs (the op casts). Everything else computes in f32.
   DType compute = DType::f32;
-  // precision.matmul: tf32. float32 matmuls on a GPU may use TF32 tensor
-  // cores (10-bit mantissa products, float32 accumulation). No effect on the CPU.
+  // precision.matmul: tf32. float32 matmuls and convolutions on a GPU may use
+  // TF32 tensor cores (10-bit mantissa products, float32 accumulation). No
+  // effect on the CPU.
   bool tf32 = false;
 };
 

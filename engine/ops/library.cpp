@@ -1,5 +1,5 @@
 // Library ops: device checks, then oneDNN through engine/kernels/ on the
-// CPU, or the CUDA module (cuBLASLt) on a GPU (float32 matmul only so far).
+// CPU, or the CUDA module (cuBLASLt, cuDNN) on a GPU (float32 only so far).
 #include "engine/ops/library.hpp"
 
 #include <cassert>
@@ -94,6 +94,9 @@ void conv2d_forward(const Context& ctx, const kernels::Conv2dShape& s, const Ten
     t.x_type = ox.type;
     t.w_type = ow.type;
     kernels::conv2d_forward(t, ox.p, ow.p, bias ? f32(*bias) : nullptr, f32(y));
+  }, [&] {
+    assert(x.dtype() == DType::f32 && w.dtype() == DType::f32);
+    gpu::conv2d_forward(ctx.device, s, f32(x), f32(w), bias ? f32(*bias) : nullptr, f32(y), ctx.tf32);
   });
 }
 
@@ -105,6 +108,9 @@ void conv2d_backward_data(const Context& ctx, const kernels::Conv2dShape& s, con
     t.dy_type = ody.type;
     t.w_type = ow.type;
     kernels::conv2d_backward_data(t, ody.p, ow.p, f32(dx));
+  }, [&] {
+    assert(dy.dtype() == DType::f32 && w.dtype() == DType::f32);
+    gpu::conv2d_backward_data(ctx.device, s, f32(dy), f32(w), f32(dx), ctx.tf32);
   });
 }
 
@@ -116,19 +122,28 @@ void conv2d_backward_weights(const Context& ctx, const kernels::Conv2dShape& s, 
     t.x_type = ox.type;
     t.dy_type = ody.type;
     kernels::conv2d_backward_weights(t, ox.p, ody.p, f32(dw), db ? f32(*db) : nullptr);
+  }, [&] {
+    assert(x.dtype() == DType::f32 && dy.dtype() == DType::f32);
+    gpu::conv2d_backward_weights(ctx.device, s, f32(x), f32(dy), f32(dw), db ? f32(*db) : nullptr, ctx.tf32);
   });
 }
 
 // Pooling stays float32 under every policy (it only selects or averages).
-void pool2d_forward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& x, Tensor& y, Tensor* workspace) {
-  on_device(ctx, "pool2d", {&x, &y, workspace},
-            [&] { kernels::pool2d_forward(s, f32(x), f32(y), workspace ? workspace->raw() : nullptr); });
+size_t pool2d_workspace_bytes(const Context& ctx, const kernels::Pool2dShape& s) {
+  return ctx.device.kind == DeviceKind::cuda ? 0 : kernels::pool2d_workspace_bytes(s);
 }
 
-void pool2d_backward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& dy, Tensor& dx,
-                     const Tensor* workspace) {
-  on_device(ctx, "pool2d_backward", {&dy, &dx, workspace},
-            [&] { kernels::pool2d_backward(s, f32(dy), f32(dx), workspace ? workspace->raw() : nullptr); });
+void pool2d_forward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& x, Tensor& y, Tensor* workspace) {
+  on_device(ctx, "pool2d", {&x, &y, workspace},
+            [&] { kernels::pool2d_forward(s, f32(x), f32(y), workspace ? workspace->raw() : nullptr); },
+            [&] { gpu::pool2d_forward(ctx.device, s, f32(x), f32(y)); });
+}
+
+void pool2d_backward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& x, const Tensor& y,
+                     const Tensor& dy, Tensor& dx, const Tensor* workspace) {
+  on_device(ctx, "pool2d_backward", {&x, &y, &dy, &dx, workspace},
+            [&] { kernels::pool2d_backward(s, f32(dy), f32(dx), workspace ? workspace->raw() : nullptr); },
+            [&] { gpu::pool2d_backward(ctx.device, s, f32(x), f32(y), f32(dy), f32(dx)); });
 }
 
 }  // namespace dtrain::ops

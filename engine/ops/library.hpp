@@ -38,10 +38,15 @@ void conv2d_backward_data(const Context& ctx, const kernels::Conv2dShape& s, con
                           Tensor& dx);
 void conv2d_backward_weights(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& x, const Tensor& dy,
                              Tensor& dw, Tensor* db);
-// workspace: a u8 tensor of at least kernels::pool2d_workspace_bytes(s)
-// bytes for max pooling (null for average pooling).
+// workspace: on the CPU, a tensor of at least pool2d_workspace_bytes(ctx, s)
+// bytes for max pooling (null when that is 0). The backward reads the
+// workspace on the CPU and x and y on a GPU (cuDNN finds the max again).
+// On cuda, convolutions and pooling run float32 through cuDNN (the support
+// table admits no other policy), the convolutions with TF32 tensor cores
+// when ctx.tf32.
+size_t pool2d_workspace_bytes(const Context& ctx, const kernels::Pool2dShape& s);
 void pool2d_forward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& x, Tensor& y, Tensor* workspace);
-void pool2d_backward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& dy, Tensor& dx,
-                     const Tensor* workspace);
+void pool2d_backward(const Context& ctx, const kernels::Pool2dShape& s, const Tensor& x, const Tensor& y,
+                     const Tensor& dy, Tensor& dx, const Tensor* workspace);
 
 }  // namespace dtrain::ops

@@ -19,13 +19,15 @@ struct Row {
 
 // cpu: oneDNN (f32; bf16 matmul and convolution with f32 accumulation) and
 // plain loops, which compute in f32 under any policy. debug: the same
-// kernels. cuda: the GPU kernels of engine/backend/cuda (cuBLASLt and our
-// own, in the CUDA module), float32 only so far; an op without a cuda row
+// kernels. cuda: the GPU kernels of engine/backend/cuda (cuBLASLt, cuDNN and
+// our own, in the CUDA module), float32 only so far; an op without a cuda row
 // has no GPU kernel yet. Losses and optimizers are rows by their names.
 const Row kTable[] = {
     {"matmul", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 matmul on the CPU"},
     {"conv2d", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 convolution on the CPU"},
     {"pool2d", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    // SAME pooling with more padding after the input than before (Pool2D::ops).
+    {"pool2d_pad_after", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"activation", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"gelu", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"batch_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
@@ -50,8 +52,14 @@ const Row kTable[] = {
     {"adamw", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"rmsprop", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"adagrad", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
-    // cuda: what a dense MLP trains with (sample_configs/mnist_mlp.yaml).
+    // cuda: what a dense MLP and a small CNN train with (sample_configs/mnist_mlp.yaml, mnist_cnn.yaml).
     {"matmul", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"conv2d", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"pool2d", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"pool2d_pad_after", DeviceKind::cuda, {},
+     "cuDNN pools with one pad per dimension, so padding: same with more padding after the input than before, "
+     "as a 7x7 input pooled 2x2 with stride 2 needs, has no GPU kernel yet; use padding: valid "
+     "or a cpu:N device"},
     {"activation", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"dropout", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"sum_rows", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
@@ -96,9 +104,9 @@ bool supports(std::string_view op, const Context& ctx) {
 std::string why_unsupported(std::string_view op, const Context& ctx) {
   const Row* r = find(op, ctx.device.kind);
   if (r == nullptr && ctx.device.kind == DeviceKind::cuda) {
-    return fmt::format("the cuda backend has no {} op in this dtrain yet (on a GPU it runs dense, flatten, reshape, "
-                       "dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and "
-                       "adam/adamw so far); use a cpu:N device",
+    return fmt::format("the cuda backend has no {} op in this dtrain yet (on a GPU it runs dense, conv2d, "
+                       "max_pool2d, avg_pool2d, flatten, reshape, dropout and relu/tanh/sigmoid/softmax "
+                       "activations, sparse_softmax_cross_entropy, sgd and adam/adamw so far); use a cpu:N device",
                        op);
   }
   if (r == nullptr) {

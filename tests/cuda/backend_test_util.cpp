@@ -14,6 +14,29 @@ const ops::Context& gpu() {
 
 const ops::Context& cpu() { return ops::host_context(); }
 
+LayerPass run_layer(const Layer& layer, const ops::Context& ctx, const std::vector<Tensor>& host_params,
+                    const Tensor& host_x, const Tensor& host_dy, bool training) {
+  std::vector<Tensor> params, grads;
+  for (const Tensor& p : host_params) {
+    params.push_back(p.to(ctx.device));
+    grads.push_back(Tensor::zeros(p.shape(), DType::f32, ctx.device));
+  }
+  const Tensor x = host_x.to(ctx.device), dy = host_dy.to(ctx.device);
+  ForwardContext f;
+  f.training = training;
+  f.seed = 42;
+  f.step = 7;
+  f.example_offset = 100;
+  f.ops = &ctx;
+  LayerCache cache;
+  Tensor y, dx;
+  layer.forward(f, params, x, y, cache);
+  layer.backward(f, params, grads, x, y, dy, &dx, cache);
+  LayerPass out{y.to_host(), dx.to_host(), {}};
+  for (const Tensor& g : grads) out.grads.push_back(g.to_host());
+  return out;
+}
+
 void check_close(const Tensor& got_t, const Tensor& want_t, double rtol, double atol, const std::string& what) {
   REQUIRE_MESSAGE(got_t.numel() == want_t.numel(), what << ": " << got_t.numel() << " elements on the GPU, "
                                                         << want_t.numel() << " on the CPU");

@@ -6,8 +6,10 @@
 #include <doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "engine/backend/cuda/gpu_ops.hpp"
+#include "engine/layer.hpp"
 #include "engine/ops/context.hpp"
 #include "engine/tensor.hpp"
 #include "tests/cuda/gpu_test_util.hpp"
@@ -27,6 +29,16 @@ inline constexpr Device kGpu0{DeviceKind::cuda, 0};
 // float32 contexts on gpu:0 and on the host.
 const ops::Context& gpu();
 const ops::Context& cpu();
+
+// One layer's forward and backward (training mode, seed 42, step 7, example
+// offset 100) on ctx's device from host inputs; y, dx and the parameter
+// gradients copied back to the host.
+struct LayerPass {
+  Tensor y, dx;
+  std::vector<Tensor> grads;
+};
+LayerPass run_layer(const Layer& layer, const ops::Context& ctx, const std::vector<Tensor>& host_params,
+                    const Tensor& host_x, const Tensor& host_dy, bool training);
 
 // CHECKs |got - want| <= atol + rtol |want| for every element (NaN matches
 // only NaN); on failure names `what`, the worst element's index and both

@@ -38,35 +38,6 @@ using dtrain::test::random_tensor;
 
 Tensor on_gpu(const Tensor& host) { return host.to(kGpu0); }
 
-// One layer's forward and backward on a context, everything copied back.
-struct LayerPass {
-  Tensor y, dx;
-  std::vector<Tensor> grads;
-};
-
-LayerPass run_layer(const Layer& layer, const ops::Context& ctx, const std::vector<Tensor>& host_params,
-                    const Tensor& host_x, const Tensor& host_dy, bool training) {
-  std::vector<Tensor> params, grads;
-  for (const Tensor& p : host_params) {
-    params.push_back(p.to(ctx.device));
-    grads.push_back(Tensor::zeros(p.shape(), DType::f32, ctx.device));
-  }
-  const Tensor x = host_x.to(ctx.device), dy = host_dy.to(ctx.device);
-  ForwardContext f;
-  f.training = training;
-  f.seed = 42;
-  f.step = 7;
-  f.example_offset = 100;
-  f.ops = &ctx;
-  LayerCache cache;
-  Tensor y, dx;
-  layer.forward(f, params, x, y, cache);
-  layer.backward(f, params, grads, x, y, dy, &dx, cache);
-  LayerPass out{y.to_host(), dx.to_host(), {}};
-  for (const Tensor& g : grads) out.grads.push_back(g.to_host());
-  return out;
-}
-
 TEST_CASE("cuda backend memory: gpu:0 tensors round-trip through copies, fill and zeros") {
   DTRAIN_REQUIRE_GPU_BACKEND();
   const Tensor host = random_tensor({1000, 37}, 1);

@@ -66,13 +66,14 @@ TEST_CASE("cuda module: loads from the build tree in a CUDA build, else says not
   CHECK(std::string(r.cuda_runtime).find('.') != std::string::npos);
   CHECK(std::string(r.status).size() > 0);
   CHECK((r.gpu_count > 0) == (std::string(r.status) == "ok"));
-  // The compute backend's entries (ABI 2) are all filled.
+  // The compute backend's entries (ABI 2, conv2d and pool2d since ABI 3) are all filled.
   const DtrainCudaModule& t = *(*m)->table;
   CHECK(t.table_size == sizeof(DtrainCudaModule));
   for (const void* entry : {(const void*)t.mem_alloc, (const void*)t.mem_free, (const void*)t.mem_copy,
                             (const void*)t.mem_fill32, (const void*)t.matmul, (const void*)t.eltwise,
                             (const void*)t.rows, (const void*)t.dropout, (const void*)t.sparse_xent,
-                            (const void*)t.reduce, (const void*)t.optimizer, (const void*)t.mem_stats}) {
+                            (const void*)t.reduce, (const void*)t.optimizer, (const void*)t.mem_stats,
+                            (const void*)t.conv2d, (const void*)t.pool2d}) {
     CHECK(entry != nullptr);
   }
   // Without a GPU an op's entry fails with the reason instead of crashing.
@@ -82,5 +83,9 @@ TEST_CASE("cuda module: loads from the build tree in a CUDA build, else says not
     CHECK(t.mem_alloc(0, 64, &p, &err) != 0);
     CHECK(p == nullptr);
     CHECK(std::string(err.message).find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
+    DtrainCudaConv conv{};
+    DtrainCudaError conv_err{};
+    CHECK(t.conv2d(0, &conv, &conv_err) != 0);
+    CHECK(std::string(conv_err.message).find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
   }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every GPU check the bundle ships (dtrain devices, the CUDA unit tests
 # (every op of the cuda backend against the CPU, one_device gpu:0 against
-# cpu:0), mnist_mlp on gpu:0 against cpu:0, mnist_cnn on gpu:0, the GPU benchmark) and prints one summary of passed,
-# failed and skipped checks; a check that cannot run here says why.
+# cpu:0), mnist_mlp and mnist_cnn on gpu:0 against cpu:0, the GPU benchmark)
+# and prints one summary of passed, failed and skipped checks; a check that
+# cannot run here says why.
 #   ./run-gpu-checks.sh [LOG_DIR]     # LOG_DIR keeps each check's full output
 # Exit status: 0 when nothing failed, 1 otherwise.
 set -u
@@ -72,52 +73,47 @@ else
   fi
 fi
 
-# 3. mnist_mlp (one_device) trained 200 steps on gpu:0 and on cpu:0 from the
-# same seed: the eval accuracies agree within 1 point, and the GPU's
-# checkpoint evaluates on the CPU to the GPU's own accuracy (within 0.2 point).
+# 3. A sample (one_device) trained 200 steps on gpu:0 and on cpu:0 from the
+# same seed: the GPU's eval accuracy is at most BELOW below the CPU's and at
+# most ABOVE above it, and the GPU's checkpoint evaluates on the CPU to the
+# GPU's own accuracy (within RESUME_TOL). Fractions (0.01 = 1 point).
 eval_accuracy() {  # LOG -> the last "eval at step N: ... accuracy A" value
   sed -n 's/^eval at step [0-9]*:.* accuracy \([0-9.]*\).*/\1/p' "$1" | tail -1
 }
-mlp="$here/share/sample_configs/mnist_mlp.yaml"
-"$here/bin/dtrain" train "$mlp" --set 'strategy.devices=[gpu:0]' --set run.max_steps=200 \
-  --model-dir "$logs/mnist_mlp_gpu" --log-format plain >"$logs/mnist-mlp-gpu.log" 2>&1
-rc=$?
-if [ "$rc" -eq 0 ] && [ -e "$logs/mnist_mlp_gpu/model.ckpt-200.safetensors" ]; then
-  "$here/bin/dtrain" train "$mlp" --set run.max_steps=200 --model-dir "$logs/mnist_mlp_cpu" --log-format plain \
-    >"$logs/mnist-mlp-cpu.log" 2>&1
-  "$here/bin/dtrain" evaluate "$mlp" --model-dir "$logs/mnist_mlp_gpu" --log-format plain \
-    >"$logs/mnist-mlp-gpu-ckpt-on-cpu.log" 2>&1
-  gpu_acc="$(eval_accuracy "$logs/mnist-mlp-gpu.log")"
-  cpu_acc="$(eval_accuracy "$logs/mnist-mlp-cpu.log")"
-  resumed_acc="$(sed -n 's/^accuracy: \([0-9.]*\)$/\1/p' "$logs/mnist-mlp-gpu-ckpt-on-cpu.log" | tail -1)"
-  detail="accuracy gpu:0 ${gpu_acc:-?}, cpu:0 ${cpu_acc:-?}, gpu:0 checkpoint on cpu:0 ${resumed_acc:-?}"
-  if [ -n "$gpu_acc" ] && [ -n "$cpu_acc" ] && [ -n "$resumed_acc" ] && awk -v g="$gpu_acc" -v c="$cpu_acc" \
-       -v r="$resumed_acc" 'BEGIN { d = g - c; e = g - r; exit !(d <= 0.01 && d >= -0.01 && e <= 0.002 && e >= -0.002) }'; then
-    passed=$((passed + 1)); note passed "mnist_mlp on gpu:0" "$detail"
+sample_on_gpu() {  # NAME BELOW ABOVE RESUME_TOL
+  local name="$1" below="$2" above="$3" resume_tol="$4" cfg="$here/share/sample_configs/$1.yaml" log="$logs/$1"
+  "$here/bin/dtrain" train "$cfg" --set 'strategy.devices=[gpu:0]' --set run.max_steps=200 \
+    --model-dir "$log-gpu" --log-format plain >"$log-gpu.log" 2>&1
+  local rc=$?
+  if [ "$rc" -eq 0 ] && [ -e "$log-gpu/model.ckpt-200.safetensors" ]; then
+    "$here/bin/dtrain" train "$cfg" --set run.max_steps=200 --model-dir "$log-cpu" --log-format plain \
+      >"$log-cpu.log" 2>&1
+    "$here/bin/dtrain" evaluate "$cfg" --model-dir "$log-gpu" --log-format plain >"$log-gpu-ckpt-on-cpu.log" 2>&1
+    local gpu_acc cpu_acc resumed_acc detail
+    gpu_acc="$(eval_accuracy "$log-gpu.log")"
+    cpu_acc="$(eval_accuracy "$log-cpu.log")"
+    resumed_acc="$(sed -n 's/^accuracy: \([0-9.]*\)$/\1/p' "$log-gpu-ckpt-on-cpu.log" | tail -1)"
+    detail="accuracy gpu:0 ${gpu_acc:-?}, cpu:0 ${cpu_acc:-?}, gpu:0 checkpoint on cpu:0 ${resumed_acc:-?}"
+    if [ -n "$gpu_acc" ] && [ -n "$cpu_acc" ] && [ -n "$resumed_acc" ] && awk -v g="$gpu_acc" -v c="$cpu_acc" \
+         -v r="$resumed_acc" -v lo="$below" -v hi="$above" -v rt="$resume_tol" \
+         'BEGIN { d = g - c; e = g - r; exit !(d <= hi && d >= -lo && e <= rt && e >= -rt) }'; then
+      passed=$((passed + 1)); note passed "$name on gpu:0" "$detail"
+    else
+      failed=$((failed + 1))
+      note FAILED "$name on gpu:0" "$detail (allowed: gpu:0 from $below below to $above above cpu:0, $resume_tol on resume)"
+      tail -5 "$log-gpu.log" "$log-cpu.log" "$log-gpu-ckpt-on-cpu.log"
+    fi
+  elif [ -n "$no_gpu" ] && [ "$rc" -eq 2 ] && grep -q 'strategy.devices: gpu:0 cannot be used' "$log-gpu.log"; then
+    skipped=$((skipped + 1)); note skipped "$name on gpu:0" "no GPU"
   else
-    failed=$((failed + 1)); note FAILED "mnist_mlp on gpu:0" "$detail (allowed: 0.01 between devices, 0.002 on resume)"
-    tail -5 "$logs/mnist-mlp-gpu.log" "$logs/mnist-mlp-cpu.log" "$logs/mnist-mlp-gpu-ckpt-on-cpu.log"
+    failed=$((failed + 1)); note FAILED "$name on gpu:0" "exit status $rc: $(tail -1 "$log-gpu.log")"
   fi
-elif [ -n "$no_gpu" ] && [ "$rc" -eq 2 ] && grep -q 'strategy.devices: gpu:0 cannot be used' "$logs/mnist-mlp-gpu.log"; then
-  skipped=$((skipped + 1)); note skipped "mnist_mlp on gpu:0" "no GPU"
-else
-  failed=$((failed + 1)); note FAILED "mnist_mlp on gpu:0" "exit status $rc: $(tail -1 "$logs/mnist-mlp-gpu.log")"
-fi
-
-# 3b. mnist_cnn on gpu:0, tried even without a GPU: while conv2d has no GPU
-# kernel the job is refused (exit 2, naming the layer) before it needs a GPU.
-"$here/bin/dtrain" train "$here/share/sample_configs/mnist_cnn.yaml" --set 'strategy.devices=[gpu:0]' \
-  --set run.max_steps=200 --model-dir "$logs/mnist_cnn_gpu" --log-format plain >"$logs/mnist-cnn-gpu.log" 2>&1
-rc=$?
-if [ "$rc" -eq 0 ] && [ -e "$logs/mnist_cnn_gpu/model.ckpt-200.safetensors" ]; then
-  passed=$((passed + 1)); note passed "mnist_cnn on gpu:0" "200 steps: $(grep -i 'accuracy' "$logs/mnist-cnn-gpu.log" | tail -1)"
-elif [ "$rc" -eq 2 ] && grep -q 'conv2d cannot run on gpu:0' "$logs/mnist-cnn-gpu.log"; then
-  skipped=$((skipped + 1)); note skipped "mnist_cnn on gpu:0" "not available: conv2d has no GPU kernel yet"
-elif [ -n "$no_gpu" ]; then
-  skipped=$((skipped + 1)); note skipped "mnist_cnn on gpu:0" "no GPU"
-else
-  failed=$((failed + 1)); note FAILED "mnist_cnn on gpu:0" "exit status $rc: $(tail -1 "$logs/mnist-cnn-gpu.log")"
-fi
+}
+sample_on_gpu mnist_mlp 0.01 0.01 0.002
+# mnist_cnn (conv2d, max_pool2d through cuDNN): the issue's criterion, gpu:0
+# reaches the CPU run's accuracy within 0.3 points (3 of the 1,000 eval
+# digits); doing better is no failure.
+sample_on_gpu mnist_cnn 0.003 1 0.002
 
 # 4. The GPU benchmark (verifies each result before timing it).
 if [ ! -x "$here/tests/dtrain_bench_gpu" ]; then

@@ -104,6 +104,67 @@ void matmul(const Device& d, const kernels::MatmulShape& s, const float* a, cons
   call("matmul", d, [&](const DtrainCudaModule& t, DtrainCudaError* e) { return t.matmul(d.index, &args, e); });
 }
 
+namespace {
+
+DtrainCudaConv conv_args(int32_t kind, const kernels::Conv2dShape& s, bool tf32) {
+  DtrainCudaConv a{};
+  a.kind = kind;
+  a.relu = s.relu;
+  a.tf32 = tf32;
+  a.n = s.n, a.ih = s.ih, a.iw = s.iw, a.ic = s.ic, a.oh = s.oh, a.ow = s.ow, a.oc = s.oc;
+  a.kh = s.kh, a.kw = s.kw, a.sh = s.sh, a.sw = s.sw, a.dil_h = s.dh, a.dil_w = s.dw;
+  a.pad_top = s.pad_top, a.pad_left = s.pad_left, a.pad_bottom = s.pad_bottom, a.pad_right = s.pad_right;
+  return a;
+}
+
+void conv(const char* op, const Device& d, const DtrainCudaConv& a) {
+  call(op, d, [&](const DtrainCudaModule& t, DtrainCudaError* e) { return t.conv2d(d.index, &a, e); });
+}
+
+void pool(const char* op, const Device& d, const kernels::Pool2dShape& s, bool backward, const float* x, float* y,
+          const float* dy, float* dx) {
+  DtrainCudaPool a{};
+  a.backward = backward;
+  a.max = s.kind == kernels::PoolKind::kMax;
+  a.n = s.n, a.ih = s.ih, a.iw = s.iw, a.c = s.c, a.oh = s.oh, a.ow = s.ow;
+  a.kh = s.kh, a.kw = s.kw, a.sh = s.sh, a.sw = s.sw;
+  a.pad_top = s.pad_top, a.pad_left = s.pad_left, a.pad_bottom = s.pad_bottom, a.pad_right = s.pad_right;
+  a.x = x, a.y = y, a.dy = dy, a.dx = dx;
+  call(op, d, [&](const DtrainCudaModule& t, DtrainCudaError* e) { return t.pool2d(d.index, &a, e); });
+}
+
+}  // namespace
+
+void conv2d_forward(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* w, const float* bias,
+                    float* y, bool tf32) {
+  DtrainCudaConv a = conv_args(kDtrainConvForward, s, tf32);
+  a.x = x, a.w = w, a.bias = bias, a.y = y;
+  conv("conv2d", d, a);
+}
+
+void conv2d_backward_data(const Device& d, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
+                          bool tf32) {
+  DtrainCudaConv a = conv_args(kDtrainConvBackwardData, s, tf32);
+  a.dy = dy, a.w = w, a.dx = dx;
+  conv("conv2d backward data", d, a);
+}
+
+void conv2d_backward_weights(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* dy,
+                             float* dw, float* db, bool tf32) {
+  DtrainCudaConv a = conv_args(kDtrainConvBackwardWeights, s, tf32);
+  a.x = x, a.dy = dy, a.dw = dw, a.db = db;
+  conv("conv2d backward weights", d, a);
+}
+
+void pool2d_forward(const Device& d, const kernels::Pool2dShape& s, const float* x, float* y) {
+  pool("pool2d", d, s, false, x, y, nullptr, nullptr);
+}
+
+void pool2d_backward(const Device& d, const kernels::Pool2dShape& s, const float* x, const float* y, const float* dy,
+                     float* dx) {
+  pool("pool2d backward", d, s, true, x, const_cast<float*>(y), dy, dx);
+}
+
 void relu(const Device& d, const float* x, float* y, int64_t n) { ew("relu", d, kDtrainEwRelu, x, nullptr, y, n); }
 void relu_grad(const Device& d, const float* y, const float* dy, float* dx, int64_t n) {
   ew("relu gradient", d, kDtrainEwReluGrad, y, dy, dx, n);

@@ -10,7 +10,9 @@
 #include <cstdint>
 
 #include "engine/device.hpp"
+#include "engine/kernels/conv.hpp"
 #include "engine/kernels/matmul.hpp"
+#include "engine/kernels/pool.hpp"
 #include "engine/status.hpp"
 #include "engine/storage.hpp"
 
@@ -38,6 +40,24 @@ MemoryStats memory_stats(const Device& d);
 // c (M, N) = op(a) op(b) [+ bias (N)] [then relu], as kernels::matmul (s.batch == 1, f32).
 void matmul(const Device& d, const kernels::MatmulShape& s, const float* a, const float* b, const float* bias,
             float* c, bool relu, bool tf32);
+
+// Convolution through cuDNN (engine/cuda/cudnn_ops.hpp), float32, shapes as
+// kernels::conv2d_*: x (n, ih, iw, ic), w (kh, kw, ic, oc) HWIO, bias and db
+// (oc) or null, y and dy (n, oh, ow, oc). Outputs are overwritten. tf32 lets
+// cuDNN use TF32 tensor cores (precision.matmul: tf32); otherwise FMA math only.
+void conv2d_forward(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* w, const float* bias,
+                    float* y, bool tf32);  // y = conv [+ bias], then relu when s.relu
+void conv2d_backward_data(const Device& d, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
+                          bool tf32);
+void conv2d_backward_weights(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* dy,
+                             float* dw, float* db, bool tf32);
+
+// Pooling through cuDNN, float32, x and dx (n, ih, iw, c), y and dy (n, oh, ow, c).
+// The backward reads x and y (cuDNN finds the max again; no workspace).
+// Throws for a SAME padding whose windows cuDNN cannot place (pool_pad_plan).
+void pool2d_forward(const Device& d, const kernels::Pool2dShape& s, const float* x, float* y);
+void pool2d_backward(const Device& d, const kernels::Pool2dShape& s, const float* x, const float* y, const float* dy,
+                     float* dx);
 
 // Elementwise, n floats each (out may alias an input):
 void relu(const Device& d, const float* x, float* y, int64_t n);

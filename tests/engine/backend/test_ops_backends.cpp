@@ -348,7 +348,7 @@ TEST_CASE("ops on every backend: int32 token ids give what float32 ids give") {
 
 // What the cuda backend runs so far: an MLP (sample_configs/mnist_mlp.yaml's
 // layers, and every activation but gelu), in float32 only.
-TEST_CASE("ops support: an MLP runs on gpu:0 in float32, not in bfloat16 or float16, and gelu not at all") {
+TEST_CASE("ops support: an MLP and a CNN run on gpu:0 in float32, not in bfloat16 or float16, and gelu not at all") {
   const auto mlp = build_model(R"(model:
   input: {shape: [28, 28, 1]}
   layers:
@@ -373,11 +373,11 @@ TEST_CASE("ops support: an MLP runs on gpu:0 in float32, not in bfloat16 or floa
                                            "cuda backend has no {} matmul (the GPU backend runs float32 only so far)",
                                            dtype_name(t), dtype_name(t)));
   }
-  for (const char* op : {"sparse_softmax_cross_entropy", "sgd", "adam", "adamw", "reduce"}) {
+  for (const char* op : {"sparse_softmax_cross_entropy", "sgd", "adam", "adamw", "reduce", "conv2d", "pool2d"}) {
     CHECK_MESSAGE(ops::supports(op, ops::Context{gpu0, DType::f32}), op);
   }
   for (const char* op : {"softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error", "rmsprop", "adagrad",
-                         "gelu", "conv2d", "pool2d", "batch_norm"}) {
+                         "gelu", "batch_norm", "layer_norm", "embedding", "pool2d_pad_after"}) {
     CHECK_MESSAGE(!ops::supports(op, ops::Context{gpu0, DType::f32}), op);
     CHECK_MESSAGE(ops::supports(op, ops::Context{kHost, DType::f32}), op);
   }
@@ -394,11 +394,12 @@ TEST_CASE("ops support: what a backend cannot run is refused when the model is s
         "float16 conv2d (oneDNN has no float16 convolution on the CPU)");
   const Status gpu = model->check_support(ops::Context{Device{DeviceKind::cuda, 0}, DType::f32});
   REQUIRE_FALSE(gpu.ok());
+  // conv2d (layers[0]) runs on a GPU; batch_norm does not yet.
   CHECK(gpu.error().message ==
-        "ops.yaml:4:7: model.layers[0] (conv2d): conv2d cannot run on gpu:0 in float32: the cuda backend has no "
-        "conv2d op in this dtrain yet (on a GPU it runs dense, flatten, reshape, "
-        "dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and adam/adamw so far); use a "
-        "cpu:N device");
+        "ops.yaml:5:7: model.layers[1] (batch_norm): batch_norm cannot run on gpu:0 in float32: the cuda backend has "
+        "no batch_norm op in this dtrain yet (on a GPU it runs dense, conv2d, max_pool2d, avg_pool2d, flatten, "
+        "reshape, dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and adam/adamw "
+        "so far); use a cpu:N device");
   // The sequence layers run on cpu and debug in both compute types, not yet on cuda.
   const auto sequence = build_model(kSequenceLayers);
   for (const Backend& b : backends()) CHECK(sequence->check_support(ops::Context{b.device, b.compute}).ok());
@@ -406,9 +407,9 @@ TEST_CASE("ops support: what a backend cannot run is refused when the model is s
   REQUIRE_FALSE(seq_gpu.ok());
   CHECK(seq_gpu.error().message ==
         "ops.yaml:4:7: model.layers[0] (embedding): embedding cannot run on gpu:0 in float32: the cuda backend has "
-        "no embedding op in this dtrain yet (on a GPU it runs dense, flatten, reshape, "
-        "dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and adam/adamw so far); use a "
-        "cpu:N device");
+        "no embedding op in this dtrain yet (on a GPU it runs dense, conv2d, max_pool2d, avg_pool2d, flatten, "
+        "reshape, dropout and relu/tanh/sigmoid/softmax activations, sparse_softmax_cross_entropy, sgd and adam/adamw "
+        "so far); use a cpu:N device");
 }
 
 }  // namespace

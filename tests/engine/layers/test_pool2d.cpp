@@ -38,6 +38,20 @@ TEST_CASE("pool2d: output shapes follow TensorFlow") {
   CHECK(make_pool(K::kAvg, {3, 2}, {1, 2}, false).params().empty());
 }
 
+TEST_CASE("pool2d: SAME padding with more after the input than before is its own op (no GPU kernel)") {
+  using K = kernels::PoolKind;
+  const auto ops_of = [](Pool2D p, const Shape& in) {
+    REQUIRE(p.build(in).ok());
+    return p.ops();
+  };
+  using Ops = std::vector<std::string_view>;
+  CHECK(ops_of(make_pool(K::kMax, {2, 2}, {2, 2}, false), {7, 7, 1}) == Ops{"pool2d"});
+  CHECK(ops_of(make_pool(K::kMax, {2, 2}, {2, 2}, true), {8, 8, 1}) == Ops{"pool2d"});     // no padding
+  CHECK(ops_of(make_pool(K::kAvg, {3, 3}, {1, 1}, true), {7, 7, 1}) == Ops{"pool2d"});     // 1 before, 1 after
+  CHECK(ops_of(make_pool(K::kMax, {2, 2}, {2, 2}, true), {7, 7, 1}) == Ops{"pool2d_pad_after"});  // 0 before, 1 after
+  CHECK(ops_of(make_pool(K::kAvg, {3, 3}, {2, 2}, true), {8, 9, 1}) == Ops{"pool2d_pad_after"});  // rows 0 / 1
+}
+
 TEST_CASE("pool2d: avg with SAME padding divides by the real elements only") {
   Pool2D p = make_pool(kernels::PoolKind::kAvg, {2, 2}, {2, 2}, true);
   REQUIRE(*p.build({3, 3, 1}) == Shape{2, 2, 1});
