@@ -9,34 +9,18 @@
 #include <cstdio>
 #include <vector>
 
-#include <jpeglib.h>
+#include "datasets/jpeg_errors.hpp"
 
 namespace dtrain {
 namespace {
-
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-extern "C" void on_jpeg_error(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-extern "C" void on_jpeg_warning(j_common_ptr /*cinfo*/, int /*level*/) {}  // corrupt-data warnings: keep going
 
 // Runs the decode; returns "" on success or libjpeg's message. Plain C types
 // only in this frame (see the file comment).
 const char* run_decode(const unsigned char* data, unsigned long size, int64_t c, unsigned char* pixels,
                        JDIMENSION* height, JDIMENSION* width, JDIMENSION want_h, JDIMENSION want_w,
-                       ErrorManager* err) {
+                       JpegErrors* err) {
   jpeg_decompress_struct cinfo;
-  cinfo.err = jpeg_std_error(&err->pub);
-  err->pub.error_exit = on_jpeg_error;
-  err->pub.emit_message = on_jpeg_warning;
+  cinfo.err = use_jpeg_errors(err);
   if (setjmp(err->jump) != 0) {
     jpeg_destroy_decompress(&cinfo);
     return err->message;
@@ -67,7 +51,7 @@ const char* run_decode(const unsigned char* data, unsigned long size, int64_t c,
 
 Status decode_jpeg(std::string_view jpeg, int64_t h, int64_t w, int64_t c, float* out, const std::string& where) {
   std::vector<unsigned char> pixels(static_cast<size_t>(h * w * c));
-  ErrorManager err{};
+  JpegErrors err{};
   JDIMENSION height = 0, width = 0;
   const char* failure = run_decode(reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(), c,
                                    pixels.data(), &height, &width, static_cast<JDIMENSION>(h),

@@ -63,7 +63,7 @@ Status JpegRows::run(std::string_view record, int64_t epoch, int64_t id, float* 
     s = 1;
   }
   scratch.pixels.resize(static_cast<size_t>(r.keep.height * r.keep.width * c));
-  if (Status st = decode_jpeg_resampled(scratch.jpeg, c, r, dct, scratch.pixels.data(), scratch.rows, at); !st) {
+  if (Status st = decode_jpeg_resampled(scratch.jpeg, *header, c, r, dct, scratch.pixels.data(), scratch.rows, at); !st) {
     return st;
   }
   const ImageDims dims{r.keep.height, r.keep.width, c};

@@ -9,30 +9,14 @@
 #include <csetjmp>
 #include <cstdio>
 
-#include <jpeglib.h>
+#include "datasets/jpeg_errors.hpp"
 
 namespace dtrain {
 namespace {
 
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-extern "C" void on_window_error(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-extern "C" void on_window_warning(j_common_ptr /*cinfo*/, int /*level*/) {}  // corrupt-data warnings: keep going
-
-const char* run_header(const unsigned char* data, unsigned long size, JDIMENSION* h, JDIMENSION* w, ErrorManager* err) {
+const char* run_header(const unsigned char* data, unsigned long size, JDIMENSION* h, JDIMENSION* w, JpegErrors* err) {
   jpeg_decompress_struct cinfo;
-  cinfo.err = jpeg_std_error(&err->pub);
-  err->pub.error_exit = on_window_error;
-  err->pub.emit_message = on_window_warning;
+  cinfo.err = use_jpeg_errors(err);
   if (setjmp(err->jump) != 0) {
     jpeg_destroy_decompress(&cinfo);
     return err->message;
@@ -52,11 +36,9 @@ const char* run_header(const unsigned char* data, unsigned long size, JDIMENSION
 // expected; a mismatch returns "size".
 const char* run_window(const unsigned char* data, unsigned long size, int c, int k, bool fast_dct, JDIMENSION want_h,
                        JDIMENSION want_w, JDIMENSION y_first, JDIMENSION y_last, JDIMENSION* x_first,
-                       JDIMENSION* x_count, unsigned char* rows, ErrorManager* err) {
+                       JDIMENSION* x_count, unsigned char* rows, JpegErrors* err) {
   jpeg_decompress_struct cinfo;
-  cinfo.err = jpeg_std_error(&err->pub);
-  err->pub.error_exit = on_window_error;
-  err->pub.emit_message = on_window_warning;
+  cinfo.err = use_jpeg_errors(err);
   if (setjmp(err->jump) != 0) {
     jpeg_destroy_decompress(&cinfo);
     return err->message;
@@ -95,7 +77,7 @@ BilinearTaps slice(const BilinearTaps& t, int64_t first, int64_t count) {
 }  // namespace
 
 Result<JpegHeader> read_jpeg_header(std::string_view jpeg, const std::string& where) {
-  ErrorManager err{};
+  JpegErrors err{};
   JDIMENSION h = 0, w = 0;
   const char* failure = run_header(reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(), &h, &w, &err);
   if (*failure != '\0') return data_error(fmt::format("{}: not a valid JPEG image ({})", where, failure));
@@ -112,13 +94,11 @@ int jpeg_dct_scale(const JpegResample& r, bool fast_jpeg) {
   return 8;
 }
 
-Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResample& r, bool fast_jpeg, uint8_t* out,
-                             std::vector<uint8_t>& scratch, const std::string& where) {
-  auto header = read_jpeg_header(jpeg, where);
-  if (!header) return header.error();
+Status decode_jpeg_resampled(std::string_view jpeg, const JpegHeader& header, int64_t c, const JpegResample& r,
+                             bool fast_jpeg, uint8_t* out, std::vector<uint8_t>& scratch, const std::string& where) {
   const int k = jpeg_dct_scale(r, fast_jpeg);
   // libjpeg's scaled size: ceil(size * k / 8).
-  const int64_t sh = (header->h * k + 7) / 8, sw = (header->w * k + 7) / 8;
+  const int64_t sh = (header.h * k + 7) / 8, sw = (header.w * k + 7) / 8;
   const BilinearTaps ty = slice(bilinear_taps(r.box.top, r.box.height, r.grid_h, k, sh), r.keep.top, r.keep.height);
   const BilinearTaps tx = slice(bilinear_taps(r.box.left, r.box.width, r.grid_w, k, sw), r.keep.left, r.keep.width);
   const int64_t y_first = *std::min_element(ty.i0.begin(), ty.i0.end());
@@ -132,13 +112,13 @@ Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResampl
   const int64_t x_from = std::max<int64_t>(0, x_lo - margin), x_to = std::min(sw - 1, x_hi + margin);
   auto x_first = static_cast<JDIMENSION>(x_from), x_count = static_cast<JDIMENSION>(x_to - x_from + 1);
   scratch.resize(static_cast<size_t>((y_last - y_first + 1) * sw * c));
-  ErrorManager err{};
+  JpegErrors err{};
   const char* failure = run_window(reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(),
                                    static_cast<int>(c), k, fast_jpeg, static_cast<JDIMENSION>(sh), static_cast<JDIMENSION>(sw),
                                    static_cast<JDIMENSION>(y_first), static_cast<JDIMENSION>(y_last), &x_first,
                                    &x_count, scratch.data(), &err);
   if (std::string_view(failure) == "size") {
-    return data_error(fmt::format("{}: JPEG of {}x{} decoded at {}/8 is not {}x{}", where, header->h, header->w, k, sh, sw));
+    return data_error(fmt::format("{}: JPEG of {}x{} decoded at {}/8 is not {}x{}", where, header.h, header.w, k, sh, sw));
   }
   if (*failure != '\0') return data_error(fmt::format("{}: not a valid JPEG image ({})", where, failure));
   resample_bilinear_u8(scratch.data(), static_cast<int64_t>(x_count) * c, c, y_first, static_cast<int64_t>(x_first), ty,

@@ -39,7 +39,8 @@ struct JpegResample {
 // enlarges what was decoded smaller), else 8; 8 when `fast_jpeg` is false.
 int jpeg_dct_scale(const JpegResample& r, bool fast_jpeg);
 
-// Decodes `jpeg` (c = 1 gray or 3 RGB, converted by libjpeg) at scale
+// Decodes `jpeg` (its header as read_jpeg_header gave it; c = 1 gray or 3
+// RGB, converted by libjpeg) at scale
 // jpeg_dct_scale(r, fast_jpeg)/8, only the rows and iMCU columns the kept
 // outputs read, and writes keep.height x keep.width x c uint8 pixels (HWC)
 // to `out`. fast_jpeg also takes libjpeg's fast integer DCT (JDCT_IFAST,
@@ -50,7 +51,7 @@ int jpeg_dct_scale(const JpegResample& r, bool fast_jpeg);
 // Errors (kData, "<where>: ..."): not a JPEG or corrupt.
 // REQUIRES: the box lies inside the image of the header; grid >= 1; keep
 // inside the grid.
-Status decode_jpeg_resampled(std::string_view jpeg, int64_t c, const JpegResample& r, bool fast_jpeg, uint8_t* out,
-                             std::vector<uint8_t>& scratch, const std::string& where);
+Status decode_jpeg_resampled(std::string_view jpeg, const JpegHeader& header, int64_t c, const JpegResample& r,
+                             bool fast_jpeg, uint8_t* out, std::vector<uint8_t>& scratch, const std::string& where);
 
 }  // namespace dtrain

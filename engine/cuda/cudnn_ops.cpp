@@ -314,7 +314,8 @@ Status make_pool_descs(const kernels::Pool2dShape& s, PoolDescs& d) {
     return runtime_error("pool2d on the GPU: padding top " + std::to_string(s.pad_top) + " bottom " +
                          std::to_string(s.pad_bottom) + ", left " + std::to_string(s.pad_left) + " right " +
                          std::to_string(s.pad_right) +
-                         " needs asymmetric windows that cuDNN's pooling cannot express (not implemented)");
+                         " pads more after the input than before, which cuDNN's pooling (one pad per side pair) cannot place; "
+                         "such a pooling runs on the CPU only (the support table refuses pool2d_pad_after on GPUs)");
   }
   if (Status st = nhwc(d.x, s.n, s.ih, s.iw, s.c); !st.ok()) return st;
   if (Status st = nhwc(d.y, s.n, s.oh, s.ow, s.c); !st.ok()) return st;

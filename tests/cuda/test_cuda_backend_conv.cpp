@@ -169,8 +169,10 @@ TEST_CASE("cuda backend layers: SAME pooling cuDNN cannot place fails loudly, na
   Tensor y;
   std::vector<Tensor> none;
   CHECK_THROWS_WITH_AS(layer.forward(f, none, x, y, cache),
-                       "pool2d on gpu:0 failed: pool2d on the GPU: padding top 0 bottom 1, left 0 right 1 needs "
-                       "asymmetric windows that cuDNN's pooling cannot express (not implemented)",
+                       "pool2d on gpu:0 failed: pool2d on the GPU: padding top 0 bottom 1, left 0 right 1 pads "
+                       "more after the input than before, which cuDNN's pooling (one pad per side pair) cannot "
+                       "place; such a pooling runs on the CPU only (the support table refuses pool2d_pad_after on "
+                       "GPUs)",
                        std::runtime_error);
 }
 

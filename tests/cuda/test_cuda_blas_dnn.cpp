@@ -381,8 +381,9 @@ TEST_CASE("cuda dnn: pooling padding cuDNN cannot express fails loudly") {
   const Status st = pool2d_forward(gputest::gpu0(), s, x.data(), y.data());
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().message ==
-        "pool2d on the GPU: padding top 0 bottom 1, left 0 right 1 needs asymmetric windows that cuDNN's pooling "
-        "cannot express (not implemented)");
+        "pool2d on the GPU: padding top 0 bottom 1, left 0 right 1 pads more after the input than before, which "
+        "cuDNN's pooling (one pad per side pair) cannot place; such a pooling runs on the CPU only (the support "
+        "table refuses pool2d_pad_after on GPUs)");
 }
 
 TEST_CASE("cuda dnn: softmax forward equals the CPU softmax of the losses") {

@@ -80,7 +80,9 @@ std::vector<uint8_t> exact(const std::string& jpeg, int64_t h, int64_t w, int64_
 
 std::vector<uint8_t> windowed(const std::string& jpeg, int64_t c, const JpegResample& r, bool dct) {
   std::vector<uint8_t> out(static_cast<size_t>(r.keep.height * r.keep.width * c)), scratch;
-  const Status s = decode_jpeg_resampled(jpeg, c, r, dct, out.data(), scratch, "test");
+  auto header = read_jpeg_header(jpeg, "test");
+  REQUIRE(header.ok());
+  const Status s = decode_jpeg_resampled(jpeg, *header, c, r, dct, out.data(), scratch, "test");
   REQUIRE_MESSAGE(s.ok(), s.error().message);
   return out;
 }
@@ -177,12 +179,12 @@ TEST_CASE("jpeg window: a corrupt JPEG is a data error") {
   std::string jpeg = encode_jpeg(40, 40, 3, 1);
   jpeg.resize(jpeg.size() / 3);  // cut inside its tables
   std::vector<uint8_t> out(8 * 8 * 3), scratch;
-  const Status t = decode_jpeg_resampled(jpeg, 3, crop(CropBox{0, 0, 40, 40}, 8, 8), true, out.data(), scratch, "f: r 3");
+  const Status t = decode_jpeg_resampled(jpeg, JpegHeader{40, 40}, 3, crop(CropBox{0, 0, 40, 40}, 8, 8), true,
+                                         out.data(), scratch, "f: r 3");
   REQUIRE_FALSE(t.ok());
   CHECK(t.error().kind == ErrorKind::kData);
   CHECK(t.error().message == "f: r 3: not a valid JPEG image (Bogus Huffman table definition)");
-  const Status s = decode_jpeg_resampled("not a jpeg", 3, crop(CropBox{0, 0, 40, 40}, 8, 8), true, out.data(), scratch,
-                                         "f: r 3");
+  const auto s = read_jpeg_header("not a jpeg", "f: r 3");
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().kind == ErrorKind::kData);
   CHECK(s.error().message.rfind("f: r 3: not a valid JPEG image (", 0) == 0);
