@@ -38,7 +38,13 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"
 if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release
 fi
-ninja -C build
+# What `dtrain train` needs: the executable and, where CUDA is built, its
+# CUDA module. The tests and benchmarks are built by tests/run.sh.
+targets=(cli/dtrain)
+if ninja -C build -t targets all | grep -q '^engine/cuda/libdtrain_cuda.so:'; then
+  targets+=(engine/cuda/libdtrain_cuda.so)
+fi
+ninja -C build "${targets[@]}"
 
 if [ "$train" -eq 1 ]; then
   ./build/cli/dtrain train sample_configs/mnist_mlp.yaml --log-format plain
