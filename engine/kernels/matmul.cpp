@@ -1,13 +1,21 @@
-// oneDNN matmul primitive, cached by (batch, M, N, K, transposes, bias, types).
+// oneDNN matmul primitive, cached by (batch, M, N, K, transposes, bias, types,
+// A's leading dimension). A product is computed in blocks of rows (a batch in
+// groups of products) whose size depends on the shape alone, each block by
+// one thread with oneDNN running single-threaded inside it: no block's sum is
+// split over threads (oneDNN's AVX2 gemm splits K by the thread count), so
+// the bits do not depend on the number of threads.
 #include "engine/kernels/matmul.hpp"
 
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cassert>
+#include <exception>
 
 #include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
+#include "engine/kernels/parallel.hpp"
 
 namespace dtrain::kernels {
 
@@ -36,11 +44,13 @@ void check_types(const MatmulShape& s) {
 }
 
 // One product is 2-D descriptors; a batch is 3-D ones with the batch outermost.
-MatmulPrimitive make(const MatmulShape& s, bool has_bias, const std::vector<int64_t>& key) {
+// lda: A's leading dimension when A is stored transposed (the M of the whole
+// product a block of rows is taken from).
+MatmulPrimitive make(const MatmulShape& s, bool has_bias, int64_t lda, const std::vector<int64_t>& key) {
   MatmulPrimitive p;
   if (s.batch == 1) {
     p.a = memory::desc({s.m, s.k}, onednn::data_type_of(s.a_type),
-                       s.trans_a ? memory::dims{1, s.m} : memory::dims{s.k, 1});
+                       s.trans_a ? memory::dims{1, lda} : memory::dims{s.k, 1});
     p.b = memory::desc({s.k, s.n}, onednn::data_type_of(s.b_type),
                        s.trans_b ? memory::dims{1, s.k} : memory::dims{s.n, 1});
     p.c = memory::desc({s.m, s.n}, onednn::data_type_of(s.c_type), memory::format_tag::ab);
@@ -62,6 +72,43 @@ MatmulPrimitive make(const MatmulShape& s, bool has_bias, const std::vector<int6
     onednn::fail("a matmul", key, e);
   }
   return p;
+}
+
+// Rows of one product computed by one single-threaded oneDNN call.
+constexpr int64_t kBlockRows = 64;
+
+// Runs run(i) for i in [0, blocks), each with oneDNN limited to the calling
+// thread, blocks spread over the OpenMP team when there is enough work
+// (`work` multiply-adds a block). The first exception is rethrown here.
+template <class Run>
+void run_blocks(int64_t blocks, int64_t work, const Run& run) {
+  const int threads = omp_get_max_threads();
+  if (blocks == 1 || threads == 1 || omp_in_parallel() || blocks * work < kernels::kParallelElements) {
+    omp_set_num_threads(1);
+    try {
+      for (int64_t i = 0; i < blocks; ++i) run(i);
+    } catch (...) {
+      omp_set_num_threads(threads);
+      throw;
+    }
+    omp_set_num_threads(threads);
+    return;
+  }
+  std::exception_ptr error;
+#pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(threads, blocks)))
+  {
+    omp_set_num_threads(1);  // this thread's nested regions (oneDNN's) run on it alone
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < blocks; ++i) {
+      try {
+        run(i);
+      } catch (...) {
+#pragma omp critical(dtrain_matmul_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 // c = bias broadcast over rows (or zeros): the products with K = 0.
@@ -89,15 +136,49 @@ void matmul(const MatmulShape& s, const void* a, const void* b, const float* bia
     return;
   }
   const bool has_bias = bias != nullptr;
-  const std::vector<int64_t> key{s.batch,  s.m,      s.n, s.k, s.trans_a, s.trans_b,
-                                 has_bias, static_cast<int64_t>(s.a_type), static_cast<int64_t>(s.b_type),
-                                 static_cast<int64_t>(s.c_type)};
-  const auto p = cache().get(key, [&] { return make(s, has_bias, key); });
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, onednn::wrap(p->a, a)},
-                                       {DNNL_ARG_WEIGHTS, onednn::wrap(p->b, b)},
-                                       {DNNL_ARG_DST, onednn::wrap(p->c, c)}};
-  if (has_bias) args.emplace(DNNL_ARG_BIAS, onednn::wrap(p->bias, bias));
-  onednn::execute(p->prim, p->scratchpad, std::move(args));
+  // Blocks: rows of one product (kBlockRows), or whole products of a batch
+  // (enough of them for about kBlockRows rows); the last block may be smaller.
+  const bool by_rows = s.batch == 1;
+  const int64_t items = by_rows ? s.m : s.batch;
+  const int64_t per_block = by_rows ? kBlockRows : std::max<int64_t>(1, kBlockRows / s.m);
+  const int64_t blocks = (items + per_block - 1) / per_block;
+  const auto primitive = [&](int64_t count) {
+    MatmulShape b_shape = s;
+    (by_rows ? b_shape.m : b_shape.batch) = count;
+    const int64_t lda = s.trans_a ? s.m : 0;
+    const std::vector<int64_t> key{b_shape.batch, b_shape.m, s.n, s.k, s.trans_a, s.trans_b, has_bias,
+                                   static_cast<int64_t>(s.a_type), static_cast<int64_t>(s.b_type),
+                                   static_cast<int64_t>(s.c_type), lda};
+    return cache().get(key, [&] { return make(b_shape, has_bias, lda, key); });
+  };
+  // Created before the blocks run: creation may throw.
+  const auto full = primitive(std::min(per_block, items));
+  const int64_t last_count = items - (blocks - 1) * per_block;
+  const auto last = last_count == std::min(per_block, items) ? full : primitive(last_count);
+  const auto a_bytes = static_cast<int64_t>(ktype_bytes(s.a_type)), b_bytes = static_cast<int64_t>(ktype_bytes(s.b_type)),
+             c_bytes = static_cast<int64_t>(ktype_bytes(s.c_type));
+  const auto run = [&](int64_t i) {
+    const MatmulPrimitive& p = i + 1 == blocks ? *last : *full;
+    const int64_t first = i * per_block;
+    const auto* a_at = static_cast<const char*>(a);
+    const auto* b_at = static_cast<const char*>(b);
+    auto* c_at = static_cast<char*>(c);
+    if (by_rows) {
+      a_at += (s.trans_a ? first : first * s.k) * a_bytes;
+      c_at += first * s.n * c_bytes;
+    } else {
+      a_at += first * s.m * s.k * a_bytes;
+      b_at += first * s.k * s.n * b_bytes;
+      c_at += first * s.m * s.n * c_bytes;
+    }
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, onednn::wrap(p.a, a_at)},
+                                         {DNNL_ARG_WEIGHTS, onednn::wrap(p.b, b_at)},
+                                         {DNNL_ARG_DST, onednn::wrap(p.c, c_at)}};
+    if (has_bias) args.emplace(DNNL_ARG_BIAS, onednn::wrap(p.bias, bias));
+    onednn::execute(p.prim, p.scratchpad, std::move(args));
+  };
+  const int64_t work = std::min(per_block, items) * (by_rows ? 1 : s.m) * s.n * s.k;
+  run_blocks(blocks, work, run);
 }
 
 }  // namespace dtrain::kernels
