@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "cli/commands.hpp"
+#include "engine/cpu_isa.hpp"
 #include "engine/status.hpp"
 #include "engine/version.hpp"
 
@@ -19,6 +20,10 @@ int main(int argc, char** argv) {
   // these threads (large tensors are mapped pages of their own anyway);
   // MALLOC_ARENA_MAX in the environment still decides where it is set.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 4);
+  if (dtrain::Status isa = dtrain::check_cpu_isa_cap(); !isa) {
+    std::fprintf(stderr, "dtrain: %s\n", isa.error().message.c_str());
+    return static_cast<int>(dtrain::ExitCode::kUsage);
+  }
   using dtrain::cli::Args;
   CLI::App app{"dtrain: train neural networks described in a YAML job file", "dtrain"};
   app.set_version_flag("--version", dtrain::kDtrainVersion);

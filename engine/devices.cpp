@@ -1,6 +1,7 @@
 // Host half of device discovery and the `dtrain devices` report.
 #include "engine/devices.hpp"
 
+#include "engine/cpu_isa.hpp"
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <thread>
 
+#include "engine/cpu_isa.hpp"
 #include "engine/cuda_module.hpp"
 #include "engine/threads.hpp"
 
@@ -55,7 +57,8 @@ DeviceReport discover_devices() {
     }
   }
   const dnnl_version_t* v = dnnl_version();
-  r.onednn = fmt::format("{}.{}.{}", v->major, v->minor, v->patch);
+  r.onednn = fmt::format("{}.{}.{}, ISA {}", v->major, v->minor, v->patch, onednn_isa_name());
+  r.cpu_isa = describe_cpu_isa();
   r.thread_budget = detect_thread_budget().describe();
   r.gpu = discover_gpus();
   return r;
@@ -67,6 +70,7 @@ std::string format_device_report(const DeviceReport& r) {
   out += fmt::format("cpu:0..cpu:{}  {} logical CPUs, {:.1f} GiB memory{}\n", r.cpu_count - 1, r.cpu_count,
                      static_cast<double>(r.host_memory) / kGiB, r.cpu_model.empty() ? "" : ", " + r.cpu_model);
   if (!r.thread_budget.empty()) out += fmt::format("threads       {}\n", r.thread_budget);
+  out += fmt::format("CPU kernels   ISA {}\n", r.cpu_isa);
   out += fmt::format("oneDNN        {}\n", r.onednn);
   if (!r.gpu.cuda_built) {
     out += "CUDA          not built in\n";

@@ -29,7 +29,8 @@ struct DeviceReport {
   int cpu_count = 0;
   uint64_t host_memory = 0;
   std::string cpu_model;
-  std::string onednn;
+  std::string onednn;   // version and the ISA it dispatches to: "2.6.3, ISA avx2"
+  std::string cpu_isa;  // dtrain's own kernels (engine/cpu_isa.hpp): "avx2 (capped by ...)"
   std::string thread_budget;  // this process's (engine/threads.hpp), e.g. "budget 2: affinity 2 of 16 CPUs, ..."
   GpuReport gpu;
 };

@@ -15,6 +15,7 @@
 #include "datasets/map_ops.hpp"
 #include "datasets/map_pool.hpp"
 #include "datasets/source.hpp"
+#include "engine/cpu_isa.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/version.hpp"
 
@@ -154,6 +155,7 @@ void Estimator::log_threads() {
   if (threads_line_.empty()) return;
   log_.info(threads_line_);
   threads_line_.clear();
+  log_.info(fmt::format("cpu: kernels use {}; oneDNN {}", describe_cpu_isa(), onednn_isa_name()));
 }
 
 Status Estimator::setup() {

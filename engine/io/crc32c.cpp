@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "engine/cpu_isa.hpp"
 #include "engine/io/summary_writer.hpp"
 
 namespace dtrain {
@@ -49,7 +50,7 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_instruction(const unsigned cha
 bool have_instruction() {
   static const bool have = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("sse4.2") != 0;
+    return __builtin_cpu_supports("sse4.2") != 0 && cpu_isa() >= CpuIsa::kSse42;
   }();
   return have;
 }

@@ -1,7 +1,8 @@
 // Bulk f32 <-> bf16 casts. f32 -> bf16 uses AVX512_BF16's vcvtneps2bf16 when
 // the CPU has it (picked at run time: dtrain is built without -march), else a
 // plain loop that GCC vectorises, compiled for x86-64-v4 (AVX-512) and the
-// baseline and picked at load time. bf16 -> f32 is that plain loop (a shift).
+// baseline and picked once by cpu_isa() (DTRAIN_MAX_CPU_ISA caps both
+// choices). bf16 -> f32 is that plain loop (a shift).
 //
 // Measured on this Zen 4 (2 vCPUs, one thread), n = 64*28*28*32, median us:
 //   f32 -> bf16: vcvtneps2bf16 path ~114; oneDNN's reorder (jit:uni) ~119,
@@ -15,19 +16,23 @@
 
 #include <cstring>
 
+#include "engine/cpu_isa.hpp"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define DTRAIN_CAST_CLONES [[gnu::target_clones("arch=x86-64-v4", "default")]]
+#define DTRAIN_V4 [[gnu::target("arch=x86-64-v4")]]
 #define DTRAIN_HAVE_X86_BF16 1
 #else
-#define DTRAIN_CAST_CLONES
+#define DTRAIN_V4
 #define DTRAIN_HAVE_X86_BF16 0
 #endif
 
 namespace dtrain::kernels {
 
+namespace {
+
 // The same arithmetic as float_to_bf16, written branch-free so it vectorises.
-DTRAIN_CAST_CLONES void detail::cast_f32_to_bf16_portable(const float* x, uint16_t* y, int64_t n) {
+[[gnu::always_inline]] inline void f32_to_bf16_body(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, x + i, sizeof u);
@@ -37,8 +42,7 @@ DTRAIN_CAST_CLONES void detail::cast_f32_to_bf16_portable(const float* x, uint16
   }
 }
 
-DTRAIN_CAST_CLONES void detail::relu_grad_f32_to_bf16_portable(const float* dy, const float* y, uint16_t* dx,
-                                                              int64_t n) {
+[[gnu::always_inline]] inline void relu_grad_body(const float* dy, const float* y, uint16_t* dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u;
     std::memcpy(&u, dy + i, sizeof u);
@@ -49,13 +53,24 @@ DTRAIN_CAST_CLONES void detail::relu_grad_f32_to_bf16_portable(const float* dy, 
   }
 }
 
-namespace {
+[[gnu::always_inline]] inline void bf16_to_f32_body(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = static_cast<uint32_t>(x[i]) << 16;
+    std::memcpy(y + i, &u, sizeof u);
+  }
+}
+
+DTRAIN_V4 void f32_to_bf16_v4(const float* x, uint16_t* y, int64_t n) { f32_to_bf16_body(x, y, n); }
+void f32_to_bf16_base(const float* x, uint16_t* y, int64_t n) { f32_to_bf16_body(x, y, n); }
+DTRAIN_V4 void relu_grad_v4(const float* dy, const float* y, uint16_t* dx, int64_t n) { relu_grad_body(dy, y, dx, n); }
+void relu_grad_base(const float* dy, const float* y, uint16_t* dx, int64_t n) { relu_grad_body(dy, y, dx, n); }
+DTRAIN_V4 void bf16_to_f32_v4(const uint16_t* x, float* y, int64_t n) { bf16_to_f32_body(x, y, n); }
+void bf16_to_f32_base(const uint16_t* x, float* y, int64_t n) { bf16_to_f32_body(x, y, n); }
 
 #if DTRAIN_HAVE_X86_BF16
 
 bool cpu_has_avx512_bf16() {
-  static const bool has = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
+  static const bool has = cpu_isa() >= CpuIsa::kAvx512Bf16;
   return has;
 }
 
@@ -112,6 +127,16 @@ void relu_grad_avx512_bf16(const float*, const float*, uint16_t*, int64_t) {}
 
 }  // namespace
 
+void detail::cast_f32_to_bf16_portable(const float* x, uint16_t* y, int64_t n) {
+  static const auto fn = pick_for_cpu_isa(&f32_to_bf16_v4, &f32_to_bf16_base, &f32_to_bf16_base);
+  fn(x, y, n);
+}
+
+void detail::relu_grad_f32_to_bf16_portable(const float* dy, const float* y, uint16_t* dx, int64_t n) {
+  static const auto fn = pick_for_cpu_isa(&relu_grad_v4, &relu_grad_base, &relu_grad_base);
+  fn(dy, y, dx, n);
+}
+
 void cast_f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
   if (cpu_has_avx512_bf16()) {
     f32_to_bf16_avx512_bf16(x, y, n);
@@ -128,11 +153,9 @@ void relu_grad_f32_to_bf16(const float* dy, const float* y, uint16_t* dx, int64_
   }
 }
 
-DTRAIN_CAST_CLONES void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t u = static_cast<uint32_t>(x[i]) << 16;
-    std::memcpy(y + i, &u, sizeof u);
-  }
+void cast_bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  static const auto fn = pick_for_cpu_isa(&bf16_to_f32_v4, &bf16_to_f32_base, &bf16_to_f32_base);
+  fn(x, y, n);
 }
 
 }  // namespace dtrain::kernels

@@ -7,13 +7,17 @@
 #include <cstdlib>
 #include <new>
 
+#include "engine/cpu_isa.hpp"
 #include "engine/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain::onednn {
 
 const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static const dnnl::engine engine = [] {
+    apply_cpu_isa_cap_to_onednn();  // before oneDNN dispatches anything
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 

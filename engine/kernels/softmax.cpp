@@ -1,6 +1,7 @@
 // Softmax row kernels: plain loops that GCC vectorises at -O3 (checked with
 // -fopt-info-vec), compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2) and
-// the baseline and picked at load time; the project builds with
+// the baseline and picked once by cpu_isa() (DTRAIN_MAX_CPU_ISA caps it); the
+// project builds with
 // -ffp-contract=off, so every clone rounds alike (no fused multiply-adds).
 // The exponential is Cephes' expf (range reduction by n ln 2 in two parts,
 // a degree-5 polynomial, then 2^n from the exponent bits); std::exp is a
@@ -10,10 +11,14 @@
 #include <bit>
 #include <cstdint>
 
+#include "engine/cpu_isa.hpp"
+
 #if defined(__x86_64__) && defined(__GNUC__)
-#define DTRAIN_SOFTMAX_CLONES [[gnu::target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")]]
+#define DTRAIN_V4 [[gnu::target("arch=x86-64-v4")]]
+#define DTRAIN_V3 [[gnu::target("arch=x86-64-v3")]]
 #else
-#define DTRAIN_SOFTMAX_CLONES
+#define DTRAIN_V4
+#define DTRAIN_V3
 #endif
 
 namespace dtrain::kernels {
@@ -55,11 +60,11 @@ inline float combine(const float* s) { return ((s[0] + s[1]) + (s[2] + s[3])) + 
 
 float detail::softmax_exp(float v) { return exp_nonpositive(v); }
 
-DTRAIN_SOFTMAX_CLONES void detail::softmax_exp_row(const float* v, float* y, int64_t n) {
+[[gnu::always_inline]] inline void exp_row_body(const float* v, float* y, int64_t n) {
   for (int64_t j = 0; j < n; ++j) y[j] = exp_nonpositive(v[j]);
 }
 
-DTRAIN_SOFTMAX_CLONES void softmax_row(const float* x, float* y, int64_t valid, int64_t n) {
+[[gnu::always_inline]] inline void softmax_row_body(const float* x, float* y, int64_t valid, int64_t n) {
   float m[kLanes];
   for (int l = 0; l < kLanes; ++l) m[l] = x[0];
   int64_t j = 0;
@@ -80,7 +85,7 @@ DTRAIN_SOFTMAX_CLONES void softmax_row(const float* x, float* y, int64_t valid, 
   for (j = valid; j < n; ++j) y[j] = 0.0f;
 }
 
-DTRAIN_SOFTMAX_CLONES void softmax_backward_row(const float* y, const float* g, float* dx, int64_t n) {
+[[gnu::always_inline]] inline void backward_row_body(const float* y, const float* g, float* dx, int64_t n) {
   float s[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) {
@@ -89,6 +94,38 @@ DTRAIN_SOFTMAX_CLONES void softmax_backward_row(const float* y, const float* g, 
   for (; j < n; ++j) s[j % kLanes] += g[j] * y[j];
   const float dot = combine(s);
   for (j = 0; j < n; ++j) dx[j] = y[j] * (g[j] - dot);
+}
+
+// The three builds of each row kernel, picked once by cpu_isa().
+namespace {
+
+DTRAIN_V4 void exp_row_v4(const float* v, float* y, int64_t n) { exp_row_body(v, y, n); }
+DTRAIN_V3 void exp_row_v3(const float* v, float* y, int64_t n) { exp_row_body(v, y, n); }
+void exp_row_base(const float* v, float* y, int64_t n) { exp_row_body(v, y, n); }
+
+DTRAIN_V4 void softmax_row_v4(const float* x, float* y, int64_t valid, int64_t n) { softmax_row_body(x, y, valid, n); }
+DTRAIN_V3 void softmax_row_v3(const float* x, float* y, int64_t valid, int64_t n) { softmax_row_body(x, y, valid, n); }
+void softmax_row_base(const float* x, float* y, int64_t valid, int64_t n) { softmax_row_body(x, y, valid, n); }
+
+DTRAIN_V4 void backward_row_v4(const float* y, const float* g, float* dx, int64_t n) { backward_row_body(y, g, dx, n); }
+DTRAIN_V3 void backward_row_v3(const float* y, const float* g, float* dx, int64_t n) { backward_row_body(y, g, dx, n); }
+void backward_row_base(const float* y, const float* g, float* dx, int64_t n) { backward_row_body(y, g, dx, n); }
+
+}  // namespace
+
+void detail::softmax_exp_row(const float* v, float* y, int64_t n) {
+  static const auto fn = pick_for_cpu_isa(&exp_row_v4, &exp_row_v3, &exp_row_base);
+  fn(v, y, n);
+}
+
+void softmax_row(const float* x, float* y, int64_t valid, int64_t n) {
+  static const auto fn = pick_for_cpu_isa(&softmax_row_v4, &softmax_row_v3, &softmax_row_base);
+  fn(x, y, valid, n);
+}
+
+void softmax_backward_row(const float* y, const float* g, float* dx, int64_t n) {
+  static const auto fn = pick_for_cpu_isa(&backward_row_v4, &backward_row_v3, &backward_row_base);
+  fn(y, g, dx, n);
 }
 
 }  // namespace dtrain::kernels
