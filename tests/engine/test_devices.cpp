@@ -15,7 +15,8 @@ DeviceReport host_only() {
   r.cpu_count = 2;
   r.host_memory = uint64_t{8} << 30;
   r.cpu_model = "AMD EPYC 9R14";
-  r.onednn = "2.6.3";
+  r.onednn = "2.6.3, ISA avx2";
+  r.cpu_isa = "avx2 (capped by DTRAIN_MAX_CPU_ISA=avx2; the CPU has avx512_bf16)";
   r.thread_budget = "budget 2: affinity 2 of 2 CPUs, no cgroup quota";
   return r;
 }
@@ -23,7 +24,8 @@ DeviceReport host_only() {
 constexpr const char* kHostLines =
     "cpu:0..cpu:1  2 logical CPUs, 8.0 GiB memory, AMD EPYC 9R14\n"
     "threads       budget 2: affinity 2 of 2 CPUs, no cgroup quota\n"
-    "oneDNN        2.6.3\n";
+    "CPU kernels   ISA avx2 (capped by DTRAIN_MAX_CPU_ISA=avx2; the CPU has avx512_bf16)\n"
+    "oneDNN        2.6.3, ISA avx2\n";
 
 }  // namespace
 
