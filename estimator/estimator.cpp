@@ -16,6 +16,7 @@
 #include "datasets/map_pool.hpp"
 #include "datasets/source.hpp"
 #include "engine/cpu_isa.hpp"
+#include "engine/kernels/bf16_path.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/version.hpp"
 
@@ -156,6 +157,7 @@ void Estimator::log_threads() {
   log_.info(threads_line_);
   threads_line_.clear();
   log_.info(fmt::format("cpu: kernels use {}; oneDNN {}", describe_cpu_isa(), onednn_isa_name()));
+  if (job_.precision.compute == "bfloat16") log_.info(kernels::describe_bf16_path());
 }
 
 Status Estimator::setup() {

@@ -9,6 +9,8 @@
 
 #include <string_view>
 
+#include "engine/kernels/bf16_path.hpp"
+#include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
 
 namespace dtrain::kernels {
@@ -169,6 +171,17 @@ void skip_broken_backward_weights(const Conv2dShape& s, dnnl::convolution_backwa
 
 void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, const float* bias, void* y) {
   check_types("forward", "x", s.x_type, "w", s.w_type, "y", s.y_type, "f32 or bf16");
+  if (s.x_type == KType::kBf16 && bf16_emulated()) {
+    Conv2dShape f = s;
+    f.x_type = f.w_type = f.y_type = KType::kF32;
+    const float* x32 = widen_bf16(x, s.n * s.ih * s.iw * s.ic, 0);
+    const float* w32 = widen_bf16(w, s.kh * s.kw * s.ic * s.oc, 1);
+    const int64_t ys = s.n * s.oh * s.ow * s.oc;
+    float* y32 = s.y_type == KType::kF32 ? static_cast<float*>(y) : bf16_scratch(ys, 2);
+    conv2d_forward(f, x32, w32, bias, y32);
+    if (s.y_type == KType::kBf16) cast_f32_to_bf16(y32, static_cast<uint16_t*>(y), ys);
+    return;
+  }
   const bool has_bias = bias != nullptr;
   const PassTypes types{s.x_type, s.w_type, s.y_type};
   const auto key = key_of(s, has_bias, types);
@@ -194,6 +207,17 @@ void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, const fl
 
 void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx) {
   check_types("backward_data", "dy", s.dy_type, "w", s.w_type, "dx", s.dx_type, "f32 or bf16");
+  if (s.dy_type == KType::kBf16 && bf16_emulated()) {
+    Conv2dShape f = s;
+    f.dy_type = f.w_type = f.dx_type = KType::kF32;
+    const float* dy32 = widen_bf16(dy, s.n * s.oh * s.ow * s.oc, 0);
+    const float* w32 = widen_bf16(w, s.kh * s.kw * s.ic * s.oc, 1);
+    const int64_t xs = s.n * s.ih * s.iw * s.ic;
+    float* dx32 = s.dx_type == KType::kF32 ? static_cast<float*>(dx) : bf16_scratch(xs, 2);
+    conv2d_backward_data(f, dy32, w32, dx32);
+    if (s.dx_type == KType::kBf16) cast_f32_to_bf16(dx32, static_cast<uint16_t*>(dx), xs);
+    return;
+  }
   const PassTypes types{s.dx_type, s.w_type, s.dy_type};
   const auto key = key_of(s, false, types);
   const auto p = cache<BackwardData>().get(key, [&] {
@@ -220,6 +244,13 @@ void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, v
 
 void conv2d_backward_weights(const Conv2dShape& s, const void* x, const void* dy, float* dw, float* db) {
   check_types("backward_weights", "x", s.x_type, "dy", s.dy_type, "dw", KType::kF32, "f32");
+  if (s.x_type == KType::kBf16 && bf16_emulated()) {
+    Conv2dShape f = s;
+    f.x_type = f.dy_type = KType::kF32;
+    conv2d_backward_weights(f, widen_bf16(x, s.n * s.ih * s.iw * s.ic, 0),
+                            widen_bf16(dy, s.n * s.oh * s.ow * s.oc, 1), dw, db);
+    return;
+  }
   const bool has_bias = db != nullptr;
   const PassTypes types{s.x_type, KType::kF32, s.dy_type};
   const auto key = key_of(s, has_bias, types);

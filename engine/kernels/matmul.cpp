@@ -13,6 +13,7 @@
 #include <cassert>
 #include <exception>
 
+#include "engine/kernels/bf16_path.hpp"
 #include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
 #include "engine/kernels/parallel.hpp"
@@ -133,6 +134,21 @@ void matmul(const MatmulShape& s, const void* a, const void* b, const float* bia
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
     fill_bias(s, bias, c);
+    return;
+  }
+  if (s.a_type == KType::kBf16 && bf16_emulated()) {
+    // The same bf16 operands, widened; the f32 product; one rounding of c.
+    MatmulShape f = s;
+    f.a_type = f.b_type = f.c_type = KType::kF32;
+    const float* a32 = widen_bf16(a, s.batch * s.m * s.k, 0);
+    const float* b32 = widen_bf16(b, s.batch * s.k * s.n, 1);
+    if (s.c_type == KType::kF32) {
+      matmul(f, a32, b32, bias, c);
+    } else {
+      float* c32 = bf16_scratch(s.batch * s.m * s.n, 2);
+      matmul(f, a32, b32, bias, c32);
+      cast_f32_to_bf16(c32, static_cast<uint16_t*>(c), s.batch * s.m * s.n);
+    }
     return;
   }
   const bool has_bias = bias != nullptr;

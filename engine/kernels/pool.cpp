@@ -1,6 +1,8 @@
 // oneDNN pooling forward (training, with workspace) and backward, cached by shape.
 #include "engine/kernels/pool.hpp"
 
+#include "engine/kernels/bf16_path.hpp"
+#include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
 
 namespace dtrain::kernels {
@@ -66,12 +68,32 @@ const Forward& forward_primitive(const Pool2dShape& s, std::shared_ptr<const For
 
 }  // namespace
 
+namespace {
+
+// The emulated bf16 pooling (bf16_path.hpp) runs the f32 primitives: its
+// workspace is theirs.
+bool emulated(const Pool2dShape& s) { return s.type == KType::kBf16 && bf16_emulated(); }
+
+Pool2dShape as_f32(Pool2dShape s) {
+  s.type = KType::kF32;
+  return s;
+}
+
+}  // namespace
+
 size_t pool2d_workspace_bytes(const Pool2dShape& s) {
   std::shared_ptr<const Forward> hold;
-  return forward_primitive(s, hold).workspace.get_size();
+  return forward_primitive(emulated(s) ? as_f32(s) : s, hold).workspace.get_size();
 }
 
 void pool2d_forward(const Pool2dShape& s, const void* x, void* y, void* workspace) {
+  if (emulated(s)) {
+    const int64_t ys = s.n * s.oh * s.ow * s.c;
+    float* y32 = bf16_scratch(ys, 1);
+    pool2d_forward(as_f32(s), widen_bf16(x, s.n * s.ih * s.iw * s.c, 0), y32, workspace);
+    cast_f32_to_bf16(y32, static_cast<uint16_t*>(y), ys);
+    return;
+  }
   std::shared_ptr<const Forward> hold;
   const Forward& p = forward_primitive(s, hold);
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, onednn::wrap(p.x, x)}, {DNNL_ARG_DST, onednn::wrap(p.y, y)}};
@@ -80,6 +102,13 @@ void pool2d_forward(const Pool2dShape& s, const void* x, void* y, void* workspac
 }
 
 void pool2d_backward(const Pool2dShape& s, const void* dy, void* dx, const void* workspace) {
+  if (emulated(s)) {
+    const int64_t xs = s.n * s.ih * s.iw * s.c;
+    float* dx32 = bf16_scratch(xs, 1);
+    pool2d_backward(as_f32(s), widen_bf16(dy, s.n * s.oh * s.ow * s.c, 0), dx32, workspace);
+    cast_f32_to_bf16(dx32, static_cast<uint16_t*>(dx), xs);
+    return;
+  }
   static onednn::PrimitiveCache<Backward> cache;
   const auto key = s.key();
   const auto p = cache.get(key, [&] {

@@ -6,7 +6,7 @@ import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import load_file
 
-from conftest import run_dtrain
+from conftest import SOURCE_ROOT, run_dtrain
 from test_cluster import clean_env
 from test_collective import mlp_collective_job
 
@@ -77,3 +77,27 @@ def test_float16_on_a_cpu_device_is_a_config_error(tmp_path):
         f"{job}:{line}:22: precision.compute: float16 needs GPU devices, and strategy.devices has cpu:0: oneDNN has "
         "no float16 matmul or convolution on the CPU; use bfloat16 on the CPU"), out.stderr
     assert not (tmp_path / "m").exists() or not list((tmp_path / "m").glob("*.safetensors"))
+
+
+def test_bfloat16_on_a_cpu_without_native_bf16_is_emulated_and_says_so(tmp_path):
+    """Under the AVX2 cap oneDNN has no bf16 matmul or convolution: the CNN
+    still trains in bfloat16 (operands rounded to bf16, math in float32), the
+    start-up names the path, and the loss stays within what bf16 rounding
+    gives on the native path (checked against float32 as above)."""
+    job = SOURCE_ROOT / "sample_configs/mnist_cnn.yaml"
+    common = ["train", job, "--no-eval", "--log-format", "plain", "--set", "run.max_steps=30",
+              "--set", "run.log_step_count_steps=10"]
+    capped = clean_env(DTRAIN_MAX_CPU_ISA="avx2", ONEDNN_MAX_CPU_ISA="")
+    bf16 = run_dtrain(*common, "--model-dir", tmp_path / "bf16", "--set", "precision.compute=bfloat16", env=capped)
+    assert bf16.returncode == 0, bf16.stderr
+    assert ("bfloat16: emulated on avx2 (no native bf16 on this CPU): operands rounded to bf16, math in float32"
+            in bf16.stderr.splitlines())
+    assert "terminate called" not in bf16.stderr
+    f32 = run_dtrain(*common, "--model-dir", tmp_path / "f32", env=capped)
+    assert f32.returncode == 0, f32.stderr
+    assert "bfloat16:" not in f32.stderr
+    a, b = losses(f32.stderr), losses(bf16.stderr)
+    assert a.keys() == b.keys() and 30 in a
+    assert b[30] < b[10]  # it trains
+    for step in a:
+        assert abs(a[step] - b[step]) <= 0.02 * abs(a[step]), (step, a[step], b[step])
