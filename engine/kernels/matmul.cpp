@@ -75,8 +75,14 @@ MatmulPrimitive make(const MatmulShape& s, bool has_bias, int64_t lda, const std
   return p;
 }
 
-// Rows of one product computed by one single-threaded oneDNN call.
+// A block: at least kBlockRows rows of one product, or whole products, and
+// at least kBlockWork multiply-adds where the shape has them (a oneDNN call
+// costs microseconds). Sized by N and K (or by the product) alone, so a row
+// of a replica's shard lands in a block of the size it has in the whole batch.
 constexpr int64_t kBlockRows = 64;
+constexpr int64_t kBlockWork = int64_t{1} << 20;
+// Below this many multiply-adds in all, the blocks run on the calling thread.
+constexpr int64_t kParallelWork = int64_t{1} << 21;
 
 // Runs run(i) for i in [0, blocks), each with oneDNN limited to the calling
 // thread, blocks spread over the OpenMP team when there is enough work
@@ -84,7 +90,7 @@ constexpr int64_t kBlockRows = 64;
 template <class Run>
 void run_blocks(int64_t blocks, int64_t work, const Run& run) {
   const int threads = omp_get_max_threads();
-  if (blocks == 1 || threads == 1 || omp_in_parallel() || blocks * work < kernels::kParallelElements) {
+  if (blocks == 1 || threads == 1 || omp_in_parallel() || blocks * work < kParallelWork) {
     omp_set_num_threads(1);
     try {
       for (int64_t i = 0; i < blocks; ++i) run(i);
@@ -152,11 +158,12 @@ void matmul(const MatmulShape& s, const void* a, const void* b, const float* bia
     return;
   }
   const bool has_bias = bias != nullptr;
-  // Blocks: rows of one product (kBlockRows), or whole products of a batch
-  // (enough of them for about kBlockRows rows); the last block may be smaller.
+  // Blocks: rows of one product, or whole products of a batch; the last
+  // block may be smaller.
   const bool by_rows = s.batch == 1;
   const int64_t items = by_rows ? s.m : s.batch;
-  const int64_t per_block = by_rows ? kBlockRows : std::max<int64_t>(1, kBlockRows / s.m);
+  const int64_t per_block = by_rows ? std::max(kBlockRows, (kBlockWork + s.n * s.k - 1) / (s.n * s.k))
+                                    : std::max<int64_t>(1, (kBlockWork + s.m * s.n * s.k - 1) / (s.m * s.n * s.k));
   const int64_t blocks = (items + per_block - 1) / per_block;
   const auto primitive = [&](int64_t count) {
     MatmulShape b_shape = s;
