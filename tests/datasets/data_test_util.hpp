@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
+#include "tests/shared_data.hpp"
 
 namespace dtrain::data_testing {
 
@@ -55,7 +56,7 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
 
 // The official MNIST test set, read in place from the shared data folder.
 inline std::string t10k_file(const std::string& kind) {
-  return std::string(DTRAIN_SOURCE_ROOT "/../shared/data/mnist/t10k-") + kind;
+  return (testing::shared_mnist_dir() / ("t10k-" + kind)).string();
 }
 
 // The 10,000-digit sample shipped in sample_configs/data/ (byte-identical to
@@ -63,7 +64,7 @@ inline std::string t10k_file(const std::string& kind) {
 inline std::string sample_file(const std::string& kind) {
   const std::string repo = std::string(DTRAIN_SOURCE_ROOT "/sample_configs/data/mnist-sample-train-") + kind;
   if (std::filesystem::exists(repo)) return repo;
-  return std::string(DTRAIN_SOURCE_ROOT "/../shared/data/mnist/train-") + kind;
+  return (testing::shared_mnist_dir() / ("train-" + kind)).string();
 }
 
 // Every batch's ids, until the end or `max_batches`; fails the test on an error.

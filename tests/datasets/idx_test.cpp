@@ -95,11 +95,13 @@ TEST_CASE("idx: the 10,000-digit MNIST sample matches the NumPy reference") {
 }
 
 TEST_CASE("idx: the official MNIST test set (read from ../shared) matches the NumPy reference") {
+  if (!dtrain::testing::have_shared_mnist()) return;
   const Batch b = load_all(idx_spec(data_testing::t10k_file("images-idx3-ubyte.gz"), data_testing::t10k_file("labels-idx1-ubyte.gz")));
   check_against_reference(b, reference()["t10k"]);
 }
 
 TEST_CASE("idx: raw and gzip files load identically; relative paths resolve against base_dir") {
+  if (!dtrain::testing::have_shared_mnist()) return;
   TempDir tmp;
   data_testing::write_bytes(tmp.file("images.idx"), gunzip_file(data_testing::t10k_file("images-idx3-ubyte.gz")));
   data_testing::write_bytes(tmp.file("labels.idx"), gunzip_file(data_testing::t10k_file("labels-idx1-ubyte.gz")));
@@ -115,6 +117,7 @@ TEST_CASE("idx: raw and gzip files load identically; relative paths resolve agai
 }
 
 TEST_CASE("idx: a gzip file of several members (cat a.gz b.gz) is read whole") {
+  if (!dtrain::testing::have_shared_mnist()) return;
   TempDir tmp;
   const auto labels = gunzip_file(data_testing::t10k_file("labels-idx1-ubyte.gz"));
   const size_t half = labels.size() / 2;

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 SOURCE_ROOT = Path(os.environ.get("DTRAIN_SOURCE_ROOT", Path(__file__).resolve().parents[2]))
-SHARED_MNIST = SOURCE_ROOT.parent / "shared" / "data" / "mnist"
+# ../shared (CI has it beside the clone; a user's clone does not), or DTRAIN_SHARED_DIR.
+SHARED_DIR = Path(os.environ.get("DTRAIN_SHARED_DIR") or SOURCE_ROOT.parent / "shared")
+SHARED_MNIST = SHARED_DIR / "data" / "mnist"
+
+
+def need_shared_mnist():
+    """Skips the calling test, saying why, where the official MNIST files are absent."""
+    if not (SHARED_MNIST / "t10k-labels-idx1-ubyte.gz").exists():
+        pytest.skip(f"{SHARED_MNIST} is absent (a user's clone); CI has it")
 SAMPLE_IMAGES = SOURCE_ROOT / "sample_configs/data/mnist-sample-train-images-idx3-ubyte.gz"
 SAMPLE_LABELS = SOURCE_ROOT / "sample_configs/data/mnist-sample-train-labels-idx1-ubyte.gz"
 

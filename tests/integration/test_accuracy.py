@@ -2,7 +2,7 @@
 target accuracy on the official MNIST t10k set (read from ../shared/data)."""
 import pytest
 
-from conftest import SHARED_MNIST, SOURCE_ROOT, run_dtrain
+from conftest import SHARED_MNIST, SOURCE_ROOT, need_shared_mnist, run_dtrain
 
 # resnet_mnist: issue 13 measured 0.9907 with 3000 steps and set 0.990, one
 # trajectory's result. Its t10k accuracy moves with the trajectory, which
@@ -15,8 +15,7 @@ TARGETS = {"mnist_mlp.yaml": 0.955, "mnist_cnn.yaml": 0.980, "resnet_mnist.yaml"
 
 @pytest.mark.parametrize("name,precision", [(n, "float32") for n in sorted(TARGETS)] + [("mnist_cnn.yaml", "bfloat16")])
 def test_trained_sample_reaches_target_on_t10k(name, precision, tmp_path):
-    if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").exists():
-        pytest.skip(f"official t10k set not found in {SHARED_MNIST}")
+    need_shared_mnist()
     job = SOURCE_ROOT / "sample_configs" / name
     out = run_dtrain("train", job, "--model-dir", tmp_path, "--no-eval", "--log-format", "plain",
                      "--set", f"precision.compute={precision}", timeout=2400)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_MNIST, SOURCE_ROOT
+from conftest import SHARED_MNIST, SOURCE_ROOT, need_shared_mnist
 
 FILES = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
@@ -97,6 +97,7 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture
 def server(tmp_path):
     """A server on a free 127.0.0.1 port serving a copy of ../shared/data/mnist."""
+    need_shared_mnist()
     root = tmp_path / "www"
     (root / "mnist").mkdir(parents=True)
     for f in FILES:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from conftest import SHARED_MNIST, SOURCE_ROOT, run_dtrain
+from conftest import SHARED_MNIST, SOURCE_ROOT, need_shared_mnist, run_dtrain
 from test_cluster import clean_env
 from test_collective import Cluster, mlp_collective_job, worst_relative_difference
 
@@ -74,8 +74,7 @@ def test_a_one_device_checkpoint_resumes_under_sync_parameter_server(tmp_path):
 def test_async_trains_mnist_cnn_to_97_5_percent_on_t10k(tmp_path):
     """The sample mnist_cnn job, trained to its end (2500 global steps) by 2 workers and 2 ps tasks in
     async mode, evaluated on the official t10k set."""
-    if not (SHARED_MNIST / "t10k-images-idx3-ubyte.gz").exists():
-        pytest.skip(f"official t10k set not found in {SHARED_MNIST}")
+    need_shared_mnist()
     job = SOURCE_ROOT / "sample_configs/mnist_cnn.yaml"
     model_dir = tmp_path / "run"
     out = run_dtrain("launch", "--workers", 2, "--ps", 2, job, "--model-dir", model_dir, "--no-eval",

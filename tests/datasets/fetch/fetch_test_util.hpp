@@ -12,6 +12,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/shared_data.hpp"
+
 namespace dtrain::fetch_testing {
 
 // A fresh directory under the system temp dir, removed with its contents.
@@ -45,9 +47,7 @@ inline std::string read_file(const std::filesystem::path& p) {
 }
 
 // The shared MNIST files: t10k-* are the official files, train-* a sample.
-inline std::filesystem::path shared_mnist_dir() {
-  return std::filesystem::path(DTRAIN_SOURCE_ROOT) / ".." / "shared" / "data" / "mnist";
-}
+inline std::filesystem::path shared_mnist_dir() { return testing::shared_mnist_dir(); }
 
 // A 127.0.0.1 port that was free a moment ago (bound, then closed), so a
 // connection to it is refused at once.
