@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "engine/cpu_isa.hpp"
 #include "engine/status.hpp"
+#include "engine/thread_errors.hpp"
 #include "engine/version.hpp"
 
 int main(int argc, char** argv) {
@@ -54,9 +55,13 @@ int main(int argc, char** argv) {
     for (auto& [sub, cmd] : subs) {
       if (sub->parsed()) return cmd->run(args);
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dtrain: internal error: %s\n", e.what());
-    return static_cast<int>(dtrain::ExitCode::kFailure);
+  } catch (...) {
+    // Whatever a command let through (threads hand theirs to it:
+    // engine/thread_errors.hpp): one line and the kind's exit code, never
+    // std::terminate.
+    const dtrain::Error e = dtrain::current_exception_error("internal error");
+    std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
+    return static_cast<int>(dtrain::exit_code_for(e.kind));
   }
   return static_cast<int>(dtrain::ExitCode::kUsage);
 }

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
+#include "engine/thread_errors.hpp"
 #include "engine/threads.hpp"
 
 namespace dtrain {
@@ -33,8 +35,14 @@ void MapPool::drain(std::unique_lock<std::mutex>& lock) {
     ++running_;
     const std::function<void(int)>* task = task_;
     lock.unlock();
-    (*task)(i);
+    std::optional<Error> failed;
+    try {
+      (*task)(i);
+    } catch (...) {
+      failed = current_exception_error("input pipeline");
+    }
     lock.lock();
+    if (failed && !error_) error_ = std::move(failed);
     --running_;
     done_.notify_all();
   }
@@ -58,6 +66,7 @@ void MapPool::run(int tasks, const std::function<void(int)>& task) {
   drain(lock);
   done_.wait(lock, [this] { return next_ == tasks_ && running_ == 0; });
   task_ = nullptr;
+  if (error_) throw ErrorException{*std::exchange(error_, std::nullopt)};
 }
 
 }  // namespace dtrain

@@ -6,8 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#include "engine/status.hpp"
 
 namespace dtrain {
 
@@ -24,8 +27,9 @@ class MapPool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls task(0) .. task(tasks - 1), each once, on the pool's threads and
-  // the calling thread; returns when all have returned. `task` must not
-  // throw. One run() at a time (the pipeline calls it from one thread).
+  // the calling thread; returns when all have returned. When a task throws,
+  // the others still run and run() then throws ErrorException with the first
+  // failure. One run() at a time (the pipeline calls it from one thread).
   void run(int tasks, const std::function<void(int)>& task);
 
   // num_parallel_calls: 0 (auto) is the process's thread count, at most 8 (engine/threads.hpp).
@@ -45,6 +49,7 @@ class MapPool {
   int next_ = 0;                                    // GUARDED_BY(mu_): next task to start
   int running_ = 0;                                 // GUARDED_BY(mu_): started, not finished
   bool stop_ = false;                               // GUARDED_BY(mu_)
+  std::optional<Error> error_;                      // GUARDED_BY(mu_): the run's first failure
   std::vector<std::thread> workers_;
 };
 

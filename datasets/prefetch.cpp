@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "engine/thread_errors.hpp"
+
 namespace dtrain {
 
 Prefetcher::Prefetcher(Producer producer, int64_t capacity)
@@ -33,11 +35,10 @@ void Prefetcher::run() {
     // The producer runs without the lock: the consumer keeps taking batches.
     std::optional<Result<std::optional<Batch>>> item;
     try {
+      maybe_throw_for_test("input");
       item.emplace(producer_());
-    } catch (const ErrorException& e) {
-      item.emplace(e.error);
-    } catch (const std::exception& e) {
-      item.emplace(runtime_error(std::string("input pipeline: ") + e.what()));
+    } catch (...) {
+      item.emplace(current_exception_error("input pipeline"));
     }
     const bool done = !item->ok() || !item->value().has_value();
     {

@@ -22,6 +22,7 @@
 #include "datasets/read_ahead.hpp"
 #include "datasets/record_stream.hpp"
 #include "datasets/source.hpp"
+#include "engine/thread_errors.hpp"
 
 namespace dtrain {
 
@@ -223,8 +224,8 @@ class StreamInput final : public Input {
             for (int64_t k = 0; k < frow; ++k) f[k] *= parts_.scale;
           }
         }
-      } catch (const std::exception& e) {
-        status[static_cast<size_t>(c)] = runtime_error(std::string("input pipeline: ") + e.what());
+      } catch (...) {
+        status[static_cast<size_t>(c)] = current_exception_error("input pipeline");
       }
     };
     if (pool_ && chunks > 1) {

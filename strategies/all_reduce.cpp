@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "engine/ops/core.hpp"
+#include "engine/thread_errors.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -143,7 +144,15 @@ void InProcessAllReduce::comm_loop() {
     const auto t0 = Clock::now();
     // After a failure the communicator is unusable: the remaining buckets
     // are only released so that wait_all() returns.
-    Status s = failed ? Status::Ok() : cross_(bucket);
+    Status s = Status::Ok();
+    if (!failed) {
+      try {
+        maybe_throw_for_test("all_reduce");
+        s = cross_(bucket);
+      } catch (...) {
+        s = current_exception_error("all-reduce across workers");
+      }
+    }
     const auto t1 = Clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);

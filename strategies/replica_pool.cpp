@@ -4,6 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <string>
+#include <utility>
+
+#include "engine/thread_errors.hpp"
 
 namespace dtrain {
 
@@ -24,16 +28,23 @@ ReplicaPool::~ReplicaPool() {
 
 void ReplicaPool::run(const std::function<void(int)>& fn) {
   if (replicas_ <= 1) {
-    fn(0);
+    try {
+      maybe_throw_for_test("replica");
+      fn(0);
+    } catch (...) {
+      throw ErrorException{current_exception_error("replica 0")};
+    }
     return;
   }
   std::unique_lock<std::mutex> lock(mu_);
   job_ = &fn;
   pending_ = replicas_;
+  error_.reset();
   ++generation_;
   start_cv_.notify_all();
   done_cv_.wait(lock, [&] { return pending_ == 0; });
   job_ = nullptr;
+  if (error_) throw ErrorException{*std::exchange(error_, std::nullopt)};
 }
 
 void ReplicaPool::worker(int r, int omp_threads) {
@@ -48,9 +59,16 @@ void ReplicaPool::worker(int r, int omp_threads) {
       seen = generation_;
       job = job_;
     }
-    (*job)(r);
+    std::optional<Error> failed;
+    try {
+      maybe_throw_for_test("replica");
+      (*job)(r);
+    } catch (...) {
+      failed = current_exception_error("replica " + std::to_string(r));
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (failed && !error_) error_ = std::move(failed);
       if (--pending_ == 0) done_cv_.notify_one();
     }
   }

@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#include "engine/status.hpp"
 
 namespace dtrain {
 
@@ -22,7 +25,9 @@ class ReplicaPool {
   ReplicaPool& operator=(const ReplicaPool&) = delete;
 
   int size() const { return replicas_; }
-  // Thread-compatible: one run() at a time. fn must not throw.
+  // Thread-compatible: one run() at a time. When fn throws on any replica,
+  // run() waits for every replica, then throws ErrorException with the first
+  // failure (engine/thread_errors.hpp): nothing reaches std::terminate.
   void run(const std::function<void(int)>& fn);
 
  private:
@@ -35,6 +40,7 @@ class ReplicaPool {
   uint64_t generation_ = 0;                        // GUARDED_BY(mu_)
   int pending_ = 0;                                // GUARDED_BY(mu_)
   bool stop_ = false;                              // GUARDED_BY(mu_)
+  std::optional<Error> error_;                     // GUARDED_BY(mu_): the run's first failure
   std::vector<std::thread> threads_;
 };
 

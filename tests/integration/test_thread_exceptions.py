@@ -1,0 +1,54 @@
+"""No exception reaches std::terminate: a throw injected (DTRAIN_TEST_THROW,
+engine/thread_errors.hpp) on a replica thread, the input thread, the
+all-reduce thread or the caller's own thread ends the run with one located
+line and exit code 1, and the checkpoint written before stays whole."""
+import pytest
+from safetensors.numpy import load_file
+
+from conftest import SOURCE_ROOT, run_dtrain
+from test_cluster import clean_env
+
+MLP = SOURCE_ROOT / "sample_configs/mnist_mlp.yaml"
+MIRRORED = ["--set", "strategy.type=mirrored", "--set", "strategy.devices=[cpu:0,cpu:1]"]
+
+
+def train(model_dir, steps, *args, throw=None):
+    env = clean_env(DTRAIN_TEST_THROW=throw or "")
+    return run_dtrain("train", MLP, "--model-dir", model_dir, "--no-eval", "--log-format", "plain",
+                      "--set", f"run.max_steps={steps}", *args, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("strategy,throw,line", [
+    ("mirrored", "replica", "dtrain: injected failure at replica (DTRAIN_TEST_THROW)"),
+    ("mirrored", "replica:std", "dtrain: replica {r}: injected at replica (DTRAIN_TEST_THROW)"),
+    ("mirrored", "replica:unknown", "dtrain: replica {r}: an exception of unknown type"),
+    ("one_device", "input:std", "dtrain: input pipeline: injected at input (DTRAIN_TEST_THROW)"),
+    ("one_device", "input", "dtrain: injected failure at input (DTRAIN_TEST_THROW)"),
+    ("mirrored", "input:unknown", "dtrain: input pipeline: an exception of unknown type"),
+])
+def test_a_throw_on_a_thread_ends_the_run_with_its_place_and_keeps_the_checkpoint(strategy, throw, line, tmp_path):
+    md = tmp_path / "run"
+    args = MIRRORED if strategy == "mirrored" else ["--set", "strategy.type=one_device"]
+    first = train(md, 5, *args)
+    assert first.returncode == 0, first.stderr
+    before = load_file(str(md / "model.ckpt-5.safetensors"))
+    out = train(md, 10, *args, throw=throw)
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert "terminate called" not in out.stderr
+    last = out.stderr.splitlines()[-1]
+    # Which replica fails first is a race: any of them names itself.
+    assert last in {line.format(r=r) for r in (0, 1)}, last
+    after = load_file(str(md / "model.ckpt-5.safetensors"))
+    assert sorted(after) == sorted(before) and all((after[k] == before[k]).all() for k in before)
+    assert sorted(p.name for p in md.glob("model.ckpt-*")) == ["model.ckpt-5.safetensors"]
+
+
+def test_a_throw_on_the_all_reduce_thread_stops_the_cluster(tmp_path):
+    out = run_dtrain("launch", "--workers", 2, MLP, "--model-dir", tmp_path / "multi", "--no-eval",
+                     "--log-format", "plain", "--set", "strategy.type=collective", "--set", "run.max_steps=5",
+                     "--set", "cluster.timeout_secs=20",
+                     env=clean_env(DTRAIN_TEST_THROW="all_reduce:std", OMP_NUM_THREADS="1"), timeout=300)
+    assert out.returncode != 0
+    assert "terminate called" not in out.stderr
+    assert ("dtrain: all-reduce across workers: injected at all_reduce (DTRAIN_TEST_THROW)"
+            in out.stderr), out.stderr[-3000:]
