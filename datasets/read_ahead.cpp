@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "engine/thread_errors.hpp"
+
 namespace dtrain {
 
 ReadAheadReader::ReadAheadReader(std::unique_ptr<TfRecordReader> reader, bool skip_corrupt)
@@ -29,7 +31,13 @@ void ReadAheadReader::run() {
       if (stop_) return;
     }
     Entry e;
-    auto got = reader_->next(e.data, e.offset, e.index, skip_corrupt_, &e.skipped);
+    Result<bool> got = false;
+    try {
+      maybe_throw_for_test("read_ahead");
+      got = reader_->next(e.data, e.offset, e.index, skip_corrupt_, &e.skipped);
+    } catch (...) {
+      got = current_exception_error("input pipeline: reading records");
+    }
     e.next_offset = reader_->offset();
     e.next_index = reader_->index();
     if (!got) {

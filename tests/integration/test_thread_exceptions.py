@@ -52,3 +52,20 @@ def test_a_throw_on_the_all_reduce_thread_stops_the_cluster(tmp_path):
     assert "terminate called" not in out.stderr
     assert ("dtrain: all-reduce across workers: injected at all_reduce (DTRAIN_TEST_THROW)"
             in out.stderr), out.stderr[-3000:]
+
+
+def test_a_throw_on_a_record_reading_thread_ends_the_run_with_its_place(tmp_path):
+    """A streamed TFRecord input reads each open file on its own thread (ReadAheadReader)."""
+    from jpeg_shards import write_shards
+    from test_streaming import job
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    write_shards(shards, 2, 32, 16, distinct=16)
+    path, model_dir = job(tmp_path, "stream", shards, 16, 8, 4, 4, "stream: true")
+    out = run_dtrain("train", path, "--log-format", "plain", env=clean_env(DTRAIN_TEST_THROW="read_ahead:std"),
+                     timeout=300)
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert "terminate called" not in out.stderr
+    assert out.stderr.splitlines()[-1].endswith(
+        "input pipeline: reading records: injected at read_ahead (DTRAIN_TEST_THROW)"), out.stderr[-2000:]
+    assert not list(model_dir.glob("model.ckpt-*"))
