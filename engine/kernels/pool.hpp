@@ -26,7 +26,8 @@ struct Pool2dShape {
   // Element type of x, y, dy and dx alike. bf16 max pooling's y is exact;
   // average pooling's y is rounded once. Where windows overlap, the bf16
   // backward rounds each partial sum of dx (oneDNN 2.6 adds the windows'
-  // shares into dx in bf16): error up to ~2^-8 of the largest share.
+  // shares into dx in bf16): error up to ~2^-8 of the largest share; the
+  // emulated bf16 path (bf16_path.hpp) adds them in f32 and rounds once.
   KType type = KType::kF32;
 
   std::vector<int64_t> key() const;
