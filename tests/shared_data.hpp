@@ -19,9 +19,12 @@ inline std::filesystem::path shared_dir() {
 
 inline std::filesystem::path shared_mnist_dir() { return shared_dir() / "data" / "mnist"; }
 
+// True when the official MNIST files are there (says nothing either way).
+inline bool shared_mnist_present() { return std::filesystem::exists(shared_mnist_dir() / "t10k-labels-idx1-ubyte.gz"); }
+
 // True when the official MNIST files are there; else MESSAGEs why the test does nothing.
 inline bool have_shared_mnist() {
-  if (std::filesystem::exists(shared_mnist_dir() / "t10k-labels-idx1-ubyte.gz")) return true;
+  if (shared_mnist_present()) return true;
   MESSAGE("skipped: " << shared_mnist_dir().string() << " is absent (a user's clone); CI has it");
   return false;
 }

@@ -67,6 +67,20 @@ inline std::string sample_file(const std::string& kind) {
   return (testing::shared_mnist_dir() / ("train-" + kind)).string();
 }
 
+// Real gzip-compressed MNIST IDX files, for tests of the reader itself, where
+// any such pair serves: the official t10k set where ../shared has it, else
+// (saying so) the in-repo 10,000-digit sample.
+struct MnistFiles {
+  std::string images;
+  std::string labels;
+};
+inline MnistFiles t10k_or_sample() {
+  if (testing::shared_mnist_present()) return {t10k_file("images-idx3-ubyte.gz"), t10k_file("labels-idx1-ubyte.gz")};
+  MESSAGE("using the in-repo sample: " << testing::shared_mnist_dir().string()
+                                       << " is absent (a user's clone); CI has it");
+  return {sample_file("images-idx3-ubyte.gz"), sample_file("labels-idx1-ubyte.gz")};
+}
+
 // Every batch's ids, until the end or `max_batches`; fails the test on an error.
 inline std::vector<std::vector<int64_t>> drain_ids(Input& input, int64_t max_batches = int64_t{1} << 40) {
   std::vector<std::vector<int64_t>> out;

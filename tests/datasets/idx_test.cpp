@@ -101,11 +101,11 @@ TEST_CASE("idx: the official MNIST test set (read from ../shared) matches the Nu
 }
 
 TEST_CASE("idx: raw and gzip files load identically; relative paths resolve against base_dir") {
-  if (!dtrain::testing::have_shared_mnist()) return;
+  const auto mnist = data_testing::t10k_or_sample();  // both hold 10,000 digits
   TempDir tmp;
-  data_testing::write_bytes(tmp.file("images.idx"), gunzip_file(data_testing::t10k_file("images-idx3-ubyte.gz")));
-  data_testing::write_bytes(tmp.file("labels.idx"), gunzip_file(data_testing::t10k_file("labels-idx1-ubyte.gz")));
-  const Batch gz = load_all(idx_spec(data_testing::t10k_file("images-idx3-ubyte.gz"), data_testing::t10k_file("labels-idx1-ubyte.gz")));
+  data_testing::write_bytes(tmp.file("images.idx"), gunzip_file(mnist.images));
+  data_testing::write_bytes(tmp.file("labels.idx"), gunzip_file(mnist.labels));
+  const Batch gz = load_all(idx_spec(mnist.images, mnist.labels));
   DataSourceSpec raw_spec = idx_spec("images.idx", "labels.idx");
   auto input = make_input(raw_spec, InputOptions{tmp.dir(), 10000, 0});
   REQUIRE_MESSAGE(input.ok(), input.error().message);
@@ -117,9 +117,9 @@ TEST_CASE("idx: raw and gzip files load identically; relative paths resolve agai
 }
 
 TEST_CASE("idx: a gzip file of several members (cat a.gz b.gz) is read whole") {
-  if (!dtrain::testing::have_shared_mnist()) return;
+  const auto mnist = data_testing::t10k_or_sample();
   TempDir tmp;
-  const auto labels = gunzip_file(data_testing::t10k_file("labels-idx1-ubyte.gz"));
+  const auto labels = gunzip_file(mnist.labels);
   const size_t half = labels.size() / 2;
   write_gzip(tmp.file("a.gz"), std::vector<uint8_t>(labels.begin(), labels.begin() + static_cast<long>(half)));
   write_gzip(tmp.file("b.gz"), std::vector<uint8_t>(labels.begin() + static_cast<long>(half), labels.end()));
@@ -127,8 +127,8 @@ TEST_CASE("idx: a gzip file of several members (cat a.gz b.gz) is read whole") {
   const auto b = data_testing::read_bytes(tmp.file("b.gz"));
   joined.insert(joined.end(), b.begin(), b.end());
   data_testing::write_bytes(tmp.file("labels.gz"), joined);
-  const Batch whole = load_all(idx_spec(data_testing::t10k_file("images-idx3-ubyte.gz"), tmp.file("labels.gz")));
-  const Batch ref = load_all(idx_spec(data_testing::t10k_file("images-idx3-ubyte.gz"), data_testing::t10k_file("labels-idx1-ubyte.gz")));
+  const Batch whole = load_all(idx_spec(mnist.images, tmp.file("labels.gz")));
+  const Batch ref = load_all(idx_spec(mnist.images, mnist.labels));
   CHECK(whole.labels.to_vector() == ref.labels.to_vector());
 }
 

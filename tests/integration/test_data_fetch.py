@@ -3,7 +3,10 @@ files from ../shared/data/mnist: download and verify, resume with a Range
 request, servers that ignore Range, wrong checksums, 404s, mirror fallback and
 skipping files already there. The t10k files there are the official ones and
 verify against the built-in MD5s; the train files are a sample, so tests that
-fetch them give their digests with --checksums (the private-mirror option)."""
+fetch them give their digests with --checksums (the private-mirror option).
+Where ../shared is absent (a user's clone) the server has only the in-repo
+sample's train files: the tests that stop at the first train file still run,
+those that fetch the t10k files skip."""
 import functools
 import hashlib
 import http.server
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_MNIST, SOURCE_ROOT, need_shared_mnist
+from conftest import SAMPLE_IMAGES, SAMPLE_LABELS, SHARED_MNIST, SOURCE_ROOT, need_shared_mnist
 
 FILES = ["train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"]
@@ -48,6 +51,14 @@ def fetch(*args):
         env.pop(proxy, None)  # traffic goes to 127.0.0.1 only, never through a proxy
     return subprocess.run(fetch_command() + [str(a) for a in args], capture_output=True, text=True,
                           timeout=TIMEOUT, env=env)
+
+
+def mnist_file(name):
+    """The served copy of `name`: ../shared/data/mnist's, else for train-* the in-repo
+    sample (byte-identical to ../shared's train files), else None."""
+    if (SHARED_MNIST / name).exists():
+        return SHARED_MNIST / name
+    return {"train-images-idx3-ubyte.gz": SAMPLE_IMAGES, "train-labels-idx1-ubyte.gz": SAMPLE_LABELS}.get(name)
 
 
 def md5(path):
@@ -96,12 +107,13 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def server(tmp_path):
-    """A server on a free 127.0.0.1 port serving a copy of ../shared/data/mnist."""
-    need_shared_mnist()
+    """A server on a free 127.0.0.1 port serving a copy of ../shared/data/mnist
+    (only the sample's train files where ../shared is absent)."""
     root = tmp_path / "www"
     (root / "mnist").mkdir(parents=True)
     for f in FILES:
-        shutil.copy(SHARED_MNIST / f, root / "mnist" / f)
+        if mnist_file(f) is not None:
+            shutil.copy(mnist_file(f), root / "mnist" / f)
 
     def handler(*args, **kwargs):
         return RangeHandler(*args, directory=str(root), **kwargs)
@@ -119,7 +131,9 @@ def server(tmp_path):
 
 @pytest.fixture
 def sums(tmp_path):
-    """A checksum file giving the sample train files' SHA-256 (t10k keep the official MD5s)."""
+    """A checksum file giving the sample train files' SHA-256 (t10k keep the official MD5s).
+    The tests that take it fetch past the train files, so they need the t10k files."""
+    need_shared_mnist()
     path = tmp_path / "SUMS"
     path.write_text("".join(f"{hashlib.sha256((SHARED_MNIST / f).read_bytes()).hexdigest()}  {f}\n"
                             for f in FILES if f.startswith("train")))
@@ -203,7 +217,7 @@ def test_fetch_wrong_checksum_exits_3_and_keeps_no_file(server, tmp_path):
     assert r.returncode == 3, r.stderr
     name = "train-images-idx3-ubyte.gz"
     assert r.stderr == (f"dtrain: {name}: md5 checksum mismatch: expected {OFFICIAL_MD5[name]}, "
-                        f"got {md5(SHARED_MNIST / name)} (from {server.url}/mnist/{name}); "
+                        f"got {md5(mnist_file(name))} (from {server.url}/mnist/{name}); "
                         f"deleted {out / (name + '.part')}\n")
     assert list(out.iterdir()) == []
 

@@ -12,7 +12,9 @@ import os
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "..", "..", "shared", "data", "mnist")
+# ../shared beside the clone (CI has it; a user's clone does not), or DTRAIN_SHARED_DIR.
+SHARED = os.environ.get("DTRAIN_SHARED_DIR") or os.path.join(HERE, "..", "..", "..", "..", "shared")
+DATA = os.path.join(SHARED, "data", "mnist")
 
 
 def read_idx(path):
