@@ -10,6 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "engine/kernels/cast.hpp"
+#include "engine/kernels/ktype.hpp"
+
 namespace dtrain::kernels {
 
 // True when bf16 matmul, convolution and pooling go through the emulation.
@@ -31,5 +34,19 @@ const float* widen_bf16(const void* x, int64_t n, int slot);
 // An f32 buffer of n elements, the calling thread's `slot` (0..2), contents
 // unspecified.
 float* bf16_scratch(int64_t n, int slot);
+
+// The emulation's result: compute(out) writes n f32 values into out, which is
+// dst itself when dst_type is f32, else the thread's scratch `slot`, rounded
+// once into dst (bf16 bits) afterwards.
+template <class Compute>
+void emulated_result(KType dst_type, void* dst, int64_t n, int slot, Compute&& compute) {
+  if (dst_type == KType::kF32) {
+    compute(static_cast<float*>(dst));
+    return;
+  }
+  float* out = bf16_scratch(n, slot);
+  compute(out);
+  cast_f32_to_bf16(out, static_cast<uint16_t*>(dst), n);
+}
 
 }  // namespace dtrain::kernels

@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "engine/kernels/bf16_path.hpp"
-#include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
 
 namespace dtrain::kernels {
@@ -176,10 +175,8 @@ void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, const fl
     f.x_type = f.w_type = f.y_type = KType::kF32;
     const float* x32 = widen_bf16(x, s.n * s.ih * s.iw * s.ic, 0);
     const float* w32 = widen_bf16(w, s.kh * s.kw * s.ic * s.oc, 1);
-    const int64_t ys = s.n * s.oh * s.ow * s.oc;
-    float* y32 = s.y_type == KType::kF32 ? static_cast<float*>(y) : bf16_scratch(ys, 2);
-    conv2d_forward(f, x32, w32, bias, y32);
-    if (s.y_type == KType::kBf16) cast_f32_to_bf16(y32, static_cast<uint16_t*>(y), ys);
+    emulated_result(s.y_type, y, s.n * s.oh * s.ow * s.oc, 2,
+                    [&](float* y32) { conv2d_forward(f, x32, w32, bias, y32); });
     return;
   }
   const bool has_bias = bias != nullptr;
@@ -212,10 +209,8 @@ void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, v
     f.dy_type = f.w_type = f.dx_type = KType::kF32;
     const float* dy32 = widen_bf16(dy, s.n * s.oh * s.ow * s.oc, 0);
     const float* w32 = widen_bf16(w, s.kh * s.kw * s.ic * s.oc, 1);
-    const int64_t xs = s.n * s.ih * s.iw * s.ic;
-    float* dx32 = s.dx_type == KType::kF32 ? static_cast<float*>(dx) : bf16_scratch(xs, 2);
-    conv2d_backward_data(f, dy32, w32, dx32);
-    if (s.dx_type == KType::kBf16) cast_f32_to_bf16(dx32, static_cast<uint16_t*>(dx), xs);
+    emulated_result(s.dx_type, dx, s.n * s.ih * s.iw * s.ic, 2,
+                    [&](float* dx32) { conv2d_backward_data(f, dy32, w32, dx32); });
     return;
   }
   const PassTypes types{s.dx_type, s.w_type, s.dy_type};

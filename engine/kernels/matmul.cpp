@@ -148,13 +148,7 @@ void matmul(const MatmulShape& s, const void* a, const void* b, const float* bia
     f.a_type = f.b_type = f.c_type = KType::kF32;
     const float* a32 = widen_bf16(a, s.batch * s.m * s.k, 0);
     const float* b32 = widen_bf16(b, s.batch * s.k * s.n, 1);
-    if (s.c_type == KType::kF32) {
-      matmul(f, a32, b32, bias, c);
-    } else {
-      float* c32 = bf16_scratch(s.batch * s.m * s.n, 2);
-      matmul(f, a32, b32, bias, c32);
-      cast_f32_to_bf16(c32, static_cast<uint16_t*>(c), s.batch * s.m * s.n);
-    }
+    emulated_result(s.c_type, c, s.batch * s.m * s.n, 2, [&](float* c32) { matmul(f, a32, b32, bias, c32); });
     return;
   }
   const bool has_bias = bias != nullptr;

@@ -2,7 +2,6 @@
 #include "engine/kernels/pool.hpp"
 
 #include "engine/kernels/bf16_path.hpp"
-#include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
 
 namespace dtrain::kernels {
@@ -88,10 +87,9 @@ size_t pool2d_workspace_bytes(const Pool2dShape& s) {
 
 void pool2d_forward(const Pool2dShape& s, const void* x, void* y, void* workspace) {
   if (emulated(s)) {
-    const int64_t ys = s.n * s.oh * s.ow * s.c;
-    float* y32 = bf16_scratch(ys, 1);
-    pool2d_forward(as_f32(s), widen_bf16(x, s.n * s.ih * s.iw * s.c, 0), y32, workspace);
-    cast_f32_to_bf16(y32, static_cast<uint16_t*>(y), ys);
+    const float* x32 = widen_bf16(x, s.n * s.ih * s.iw * s.c, 0);
+    emulated_result(KType::kBf16, y, s.n * s.oh * s.ow * s.c, 1,
+                    [&](float* y32) { pool2d_forward(as_f32(s), x32, y32, workspace); });
     return;
   }
   std::shared_ptr<const Forward> hold;
@@ -103,10 +101,9 @@ void pool2d_forward(const Pool2dShape& s, const void* x, void* y, void* workspac
 
 void pool2d_backward(const Pool2dShape& s, const void* dy, void* dx, const void* workspace) {
   if (emulated(s)) {
-    const int64_t xs = s.n * s.ih * s.iw * s.c;
-    float* dx32 = bf16_scratch(xs, 1);
-    pool2d_backward(as_f32(s), widen_bf16(dy, s.n * s.oh * s.ow * s.c, 0), dx32, workspace);
-    cast_f32_to_bf16(dx32, static_cast<uint16_t*>(dx), xs);
+    const float* dy32 = widen_bf16(dy, s.n * s.oh * s.ow * s.c, 0);
+    emulated_result(KType::kBf16, dx, s.n * s.ih * s.iw * s.c, 1,
+                    [&](float* dx32) { pool2d_backward(as_f32(s), dy32, dx32, workspace); });
     return;
   }
   static onednn::PrimitiveCache<Backward> cache;
