@@ -16,7 +16,6 @@
 #include "engine/kernels/bf16_path.hpp"
 #include "engine/kernels/cast.hpp"
 #include "engine/kernels/onednn_context.hpp"
-#include "engine/kernels/parallel.hpp"
 
 namespace dtrain::kernels {
 
@@ -87,24 +86,31 @@ constexpr int64_t kParallelWork = int64_t{1} << 21;
 // Runs run(i) for i in [0, blocks), each with oneDNN limited to the calling
 // thread, blocks spread over the OpenMP team when there is enough work
 // (`work` multiply-adds a block). The first exception is rethrown here.
+// oneDNN on the calling thread alone while this lives (its OpenMP teams take
+// the thread's nthreads setting, restored at the end).
+class OneDnnOnThisThread {
+ public:
+  OneDnnOnThisThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneDnnOnThisThread() { omp_set_num_threads(saved_); }
+  OneDnnOnThisThread(const OneDnnOnThisThread&) = delete;
+  OneDnnOnThisThread& operator=(const OneDnnOnThisThread&) = delete;
+
+ private:
+  const int saved_;
+};
+
 template <class Run>
 void run_blocks(int64_t blocks, int64_t work, const Run& run) {
   const int threads = omp_get_max_threads();
   if (blocks == 1 || threads == 1 || omp_in_parallel() || blocks * work < kParallelWork) {
-    omp_set_num_threads(1);
-    try {
-      for (int64_t i = 0; i < blocks; ++i) run(i);
-    } catch (...) {
-      omp_set_num_threads(threads);
-      throw;
-    }
-    omp_set_num_threads(threads);
+    const OneDnnOnThisThread one;
+    for (int64_t i = 0; i < blocks; ++i) run(i);
     return;
   }
   std::exception_ptr error;
 #pragma omp parallel num_threads(static_cast<int>(std::min<int64_t>(threads, blocks)))
   {
-    omp_set_num_threads(1);  // this thread's nested regions (oneDNN's) run on it alone
+    const OneDnnOnThisThread one;
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < blocks; ++i) {
       try {

@@ -2,6 +2,7 @@
 // transpose combination, with and without bias, one product or a batch; the bf16 variants against
 // the f32 kernel on the same bf16-rounded inputs.
 #include <doctest.h>
+#include <omp.h>
 
 #include <cstddef>
 #include <string>
@@ -211,6 +212,53 @@ TEST_CASE("kernels::matmul names unsupported operand types") {
         "kernels::matmul does not implement a f32 x b f32 -> c bf16" + supported);
   CHECK(message(KType::kBf16, KType::kF32, KType::kF32) ==
         "kernels::matmul does not implement a bf16 x b f32 -> c f32" + supported);
+}
+
+}  // namespace
+}  // namespace dtrain::kernels
+
+namespace dtrain::kernels {
+namespace {
+
+// Products large enough to be split in blocks over the team (a K split by
+// thread count in oneDNN's AVX2 GEMM once made the bits depend on it): the
+// same bits for 1, 2 and 3 threads, transposed A (blocks of its columns)
+// included, and the reference's values.
+TEST_CASE("kernels::matmul in blocks: the same bits for any thread count, and the reference's values") {
+  const int saved = omp_get_max_threads();
+  for (bool ta : {false, true}) {
+    CAPTURE(ta);
+    MatmulShape s{1000, 200, 300, ta, false};
+    const auto a = test::random_vector(static_cast<size_t>(s.m * s.k), 31);
+    const auto b = test::random_vector(static_cast<size_t>(s.k * s.n), 32);
+    std::vector<float> one;
+    for (int threads : {1, 2, 3}) {
+      CAPTURE(threads);
+      omp_set_num_threads(threads);
+      std::vector<float> c(static_cast<size_t>(s.m * s.n));
+      matmul(s, a.data(), b.data(), nullptr, c.data());
+      if (threads == 1) {
+        CHECK(test::max_rel_error(c, reference(s, a, b, nullptr)) < 1e-5);
+        one = c;
+      } else {
+        CHECK(c == one);
+      }
+    }
+  }
+  MatmulShape batched{64, 64, 64};
+  batched.batch = 64;
+  const auto a = test::random_vector(static_cast<size_t>(batched.batch * 64 * 64), 33);
+  const auto b = test::random_vector(static_cast<size_t>(batched.batch * 64 * 64), 34);
+  std::vector<float> one;
+  for (int threads : {1, 2, 3}) {
+    CAPTURE(threads);
+    omp_set_num_threads(threads);
+    std::vector<float> c(a.size());
+    matmul(batched, a.data(), b.data(), nullptr, c.data());
+    if (threads == 1) one = c;
+    CHECK(c == one);
+  }
+  omp_set_num_threads(saved);
 }
 
 }  // namespace
