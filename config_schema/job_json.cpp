@@ -189,7 +189,8 @@ Json job_json(const JobSpec& job) {
               {"deterministic", r.deterministic},
               {"slurm_requeue", r.slurm_requeue ? Json(*r.slurm_requeue) : Json("auto")},
               {"threads", r.threads == 0 ? Json("auto") : Json(r.threads)},
-              {"accumulation_steps", r.accumulation_steps}};
+              {"accumulation_steps", r.accumulation_steps},
+              {"micro_batch_rows", optional_json(r.micro_batch_rows)}};
   if (r.warm_start) {
     Json rename = Json::object();
     for (const auto& [to, from] : r.warm_start->rename) rename[to] = from;

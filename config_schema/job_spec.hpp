@@ -284,6 +284,9 @@ struct RunSpec {
   // Gradient accumulation: each replica's shard of a batch runs as this many
   // micro-batches whose gradients are summed before the one update.
   int64_t accumulation_steps = 1;
+  // Micro-batches of this many rows whose gradients every strategy adds in
+  // one fixed order (nullopt: off; see the schema's description).
+  std::optional<int64_t> micro_batch_rows;
 };
 
 // eval.early_stopping: stop once `metric` has not improved by more than

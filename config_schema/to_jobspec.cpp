@@ -450,6 +450,7 @@ void read_run(const Section& s, RunSpec& r) {
     r.profile = p;
   }
   s.read("accumulation_steps", r.accumulation_steps);
+  s.read("micro_batch_rows", r.micro_batch_rows);
 }
 
 }  // namespace

@@ -1,12 +1,84 @@
-// run.accumulation_steps: checked against the training batch and described at
-// start-up (the accumulation itself is strategies/replica_step.cpp's).
+// run.accumulation_steps and run.micro_batch_rows: checked against the
+// training batch and described at start-up (the micro-batches themselves are
+// strategies/replica_step.cpp's).
 #include "estimator/accumulation.hpp"
 
 #include <fmt/format.h>
 
 namespace dtrain {
 
+namespace {
+
+// The first synchronised batch_norm of the model, or null.
+const LayerSpec* sync_batch_norm(const JobSpec& job) {
+  for (const LayerSpec& layer : job.model.layers) {
+    if (layer.type == "batch_norm" && layer.sync) return &layer;
+  }
+  return nullptr;
+}
+
+bool has_batch_norm(const JobSpec& job) {
+  for (const LayerSpec& layer : job.model.layers) {
+    if (layer.type == "batch_norm") return true;
+  }
+  return false;
+}
+
+bool power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+Status check_micro_batch_rows(const JobSpec& job, int64_t rows) {
+  if (job.run.accumulation_steps > 1) {
+    return config_error(fmt::format(
+        "{}: run.micro_batch_rows {} and run.accumulation_steps {} both split each replica's shard into "
+        "micro-batches; set one of them (micro_batch_rows also fixes the order in which every strategy adds "
+        "the gradients)",
+        job.source_path, rows, job.run.accumulation_steps));
+  }
+  if (const LayerSpec* layer = sync_batch_norm(job)) {
+    return config_error(fmt::format(
+        "{}: batch_norm sync: true cannot be combined with run.micro_batch_rows {} (its statistics would be "
+        "summed over the replicas once per micro-batch); use sync: false or leave micro_batch_rows unset",
+        layer->where.empty() ? job.source_path : layer->where, rows));
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> describe_micro_batch_rows(const JobSpec& job, int64_t batch, int replicas, int workers) {
+  const int64_t rows = *job.run.micro_batch_rows;
+  const int64_t shard = batch / replicas;
+  const int64_t blocks = (shard + rows - 1) / rows;
+  std::vector<std::string> out;
+  out.push_back(fmt::format(
+      "micro-batches: each replica's shard of {} rows runs as {} micro-batch(es) of {} rows (run.micro_batch_rows); "
+      "their gradients, then the replicas'{}, are added in one fixed pairwise order that every strategy shares",
+      shard, blocks, rows, workers > 1 ? " and the workers' sums (an ordered all-reduce)" : " sums"));
+  // One_device's grouping needs whole micro-batches, a power of two of them
+  // per replica and, across workers, per worker (strategies/tree_sum.hpp).
+  const bool whole = batch % replicas == 0 && shard % rows == 0;
+  if (!whole || !power_of_two(blocks)) {
+    out.push_back(fmt::format(
+        "note: a shard of {} rows is not a power-of-two number of whole micro-batches of {} rows, so the sums are "
+        "grouped differently than one_device's on the whole global batch (deterministic, not the same bits); "
+        "1, 2, 4, 8, ... micro-batches per shard give one_device's bits",
+        shard, rows));
+  } else if (workers > 1 && !power_of_two(blocks * replicas)) {
+    out.push_back(fmt::format(
+        "note: this worker's {} rows are {} micro-batches of {} rows, not a power of two, so the workers' sums are "
+        "grouped differently than one_device's on the whole global batch (deterministic, not the same bits)",
+        batch, blocks * replicas, rows));
+  }
+  if (has_batch_norm(job)) {
+    out.push_back(fmt::format("note: batch_norm computes its statistics per micro-batch of {} rows, not over "
+                              "the {} rows of an update",
+                              rows, batch));
+  }
+  return out;
+}
+
+}  // namespace
+
 Status check_accumulation(const JobSpec& job, int64_t batch, int replicas) {
+  if (job.run.micro_batch_rows) return check_micro_batch_rows(job, *job.run.micro_batch_rows);
   const int64_t k = job.run.accumulation_steps;
   if (k <= 1) return Status::Ok();
   const DataSourceSpec& d = *job.data.train;
@@ -23,18 +95,17 @@ Status check_accumulation(const JobSpec& job, int64_t batch, int replicas) {
         where, per_replica ? "batch_size_per_replica" : "batch_size", batch, k, replicas, k, replicas, k * replicas,
         below > 0 ? fmt::format("{} or ", below) : "", above));
   }
-  for (const LayerSpec& layer : job.model.layers) {
-    if (layer.type == "batch_norm" && layer.sync) {
-      return config_error(fmt::format(
-          "{}: batch_norm sync: true cannot be combined with run.accumulation_steps {} (its statistics would "
-          "be summed over the replicas once per micro-batch); use sync: false or accumulation_steps: 1",
-          layer.where.empty() ? job.source_path : layer.where, k));
-    }
+  if (const LayerSpec* layer = sync_batch_norm(job)) {
+    return config_error(fmt::format(
+        "{}: batch_norm sync: true cannot be combined with run.accumulation_steps {} (its statistics would "
+        "be summed over the replicas once per micro-batch); use sync: false or accumulation_steps: 1",
+        layer->where.empty() ? job.source_path : layer->where, k));
   }
   return Status::Ok();
 }
 
-std::vector<std::string> describe_accumulation(const JobSpec& job, int64_t batch, int replicas) {
+std::vector<std::string> describe_accumulation(const JobSpec& job, int64_t batch, int replicas, int workers) {
+  if (job.run.micro_batch_rows) return describe_micro_batch_rows(job, batch, replicas, workers);
   const int64_t k = job.run.accumulation_steps;
   if (k <= 1) return {};
   std::vector<std::string> out;
@@ -43,14 +114,11 @@ std::vector<std::string> describe_accumulation(const JobSpec& job, int64_t batch
       "gradient accumulation: each update of {} rows runs as {} micro-batches of {} rows on each of {} replica(s); "
       "their gradients are summed into one optimizer update (equal to one step on the {} rows); steps count updates",
       batch, k, micro, replicas, batch));
-  for (const LayerSpec& layer : job.model.layers) {
-    if (layer.type == "batch_norm") {
-      out.push_back(fmt::format("note: batch_norm computes its statistics per micro-batch of {} rows, not over "
-                                "the {} rows of an update, so training differs from one step on the whole batch "
-                                "(as in every framework)",
-                                micro, batch));
-      break;
-    }
+  if (has_batch_norm(job)) {
+    out.push_back(fmt::format("note: batch_norm computes its statistics per micro-batch of {} rows, not over "
+                              "the {} rows of an update, so training differs from one step on the whole batch "
+                              "(as in every framework)",
+                              micro, batch));
   }
   return out;
 }

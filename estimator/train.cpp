@@ -175,7 +175,9 @@ Status Estimator::train(bool evaluate_during) {
   }
   if (const std::string d = (*input)->describe(); !d.empty()) log_.info(d);
   if (const std::string d = strategy_->describe(); !d.empty()) log_.info(d);
-  for (const std::string& line : describe_accumulation(job_, *batch, replicas)) log_.info(line);
+  for (const std::string& line : describe_accumulation(job_, *batch, replicas, strategy_->num_workers())) {
+    log_.info(line);
+  }
   if (global_step_ >= run.max_steps) {
     log_.info(fmt::format("model_dir {} is already at step {} (max_steps {}); nothing to train", run.model_dir,
                           global_step_, run.max_steps));

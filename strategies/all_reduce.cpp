@@ -5,6 +5,7 @@
 
 #include "engine/ops/core.hpp"
 #include "engine/thread_errors.hpp"
+#include "strategies/tree_sum.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -44,9 +45,9 @@ GradBuckets make_buckets(const Model& model, double bucket_bytes) {
 }
 
 void sum_into_first(std::span<ReplicaState* const> states, const std::vector<size_t>& vars) {
-  for (size_t v : vars) {
-    for (size_t r = 1; r < states.size(); ++r) ops::add_into(states[0]->ctx, states[0]->grads[v], states[r]->grads[v]);
-  }
+  tree_sum(states.size(), [&](size_t into, size_t from) {
+    for (size_t v : vars) ops::add_into(states[into]->ctx, states[into]->grads[v], states[from]->grads[v]);
+  });
 }
 
 InProcessAllReduce::InProcessAllReduce(const GradBuckets& buckets, CrossReduce cross)

@@ -39,9 +39,10 @@ constexpr double kFirstBucketBytes = 1024.0 * 1024.0;
 // after the backward of the layer owning its lowest-numbered variable.
 GradBuckets make_buckets(const Model& model, double bucket_bytes);
 
-// Sums the gradients of `vars` over every replica, in replica order
-// (((g0 + g1) + g2) + ...), into replica 0's gradients. Towers and mirrored
-// both reduce through this, so their results carry the same bits.
+// Sums the gradients of `vars` over every replica into replica 0's, grouped
+// as tree_sum does over the replicas in order ((g0 + g1) + g2 for three,
+// (g0 + g1) + (g2 + g3) for four). Towers, mirrored and collective reduce
+// through this, so their results carry the same bits.
 void sum_into_first(std::span<ReplicaState* const> states, const std::vector<size_t>& vars);
 
 // Reduces one bucket across worker processes, in place in replica 0's

@@ -34,7 +34,13 @@ Status CollectiveStrategy::reduce_bucket(size_t bucket) {
     std::memcpy(flat.data() + at, host.data(), host.bytes());
     at += static_cast<size_t>(rs.grads[v].numel());
   }
-  if (Status s = comm_->all_reduce_sum(flat.data(), flat.size()); !s) return s;
+  // run.micro_batch_rows asks for one_device's grouping of the sum: the
+  // workers' sums are added in tree_sum's order, not the ring's.
+  if (Status s = program_.micro_batch_rows > 0 ? comm_->all_reduce_sum_ordered(flat.data(), flat.size())
+                                                : comm_->all_reduce_sum(flat.data(), flat.size());
+      !s) {
+    return s;
+  }
   at = 0;
   for (size_t v : buckets_.vars[bucket]) {
     Tensor& g = rs.grads[v];

@@ -1,10 +1,12 @@
 // GlooComm: Gloo's TCP full mesh, bootstrapped through the coordination
-// service's key-value store, with ring all-reduce, broadcast and barrier.
+// service's key-value store, with ring all-reduce, an all-reduce in a fixed order, broadcast and barrier.
 // Gloo reports a dead peer or a timeout by throwing; we turn that into kCluster errors.
 #include "strategies/gloo_comm.hpp"
 
 #include <fmt/format.h>
+#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -13,9 +15,14 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
+#include <vector>
+
+#include "strategies/tree_sum.hpp"
 
 namespace dtrain {
 
@@ -100,6 +107,46 @@ class GlooComm::Impl {
     });
   }
 
+  // Rank r owns chunk r of the (padded) buffer: an all-to-all brings it
+  // every rank's chunk r, rank r adds them in tree_sum's order over the
+  // ranks, and an all-gather returns every owner's sum to every rank. The
+  // ring's bytes, and a grouping that does not depend on the chunk.
+  Status all_reduce_sum_ordered(float* data, size_t count) {
+    if (count == 0) return {};
+    const auto n = static_cast<size_t>(size());
+    if (n == 1) return {};
+    const size_t chunk = (count + n - 1) / n;
+    send_.assign(chunk * n, 0.0f);
+    std::copy(data, data + count, send_.begin());
+    recv_.resize(chunk * n);
+    if (Status s = run("all_reduce_sum_ordered (all-to-all)", [&] {
+          gloo::AlltoallOptions opts(context_);
+          opts.setInput(send_.data(), send_.size());
+          opts.setOutput(recv_.data(), recv_.size());
+          opts.setTag(next_tag());
+          opts.setTimeout(timeout_);
+          gloo::alltoall(opts);
+        });
+        !s) {
+      return s;
+    }
+    // recv_ holds rank j's copy of this rank's chunk at j * chunk.
+    tree_sum(n, [&](size_t into, size_t from) {
+      float* __restrict a = recv_.data() + into * chunk;
+      const float* __restrict b = recv_.data() + from * chunk;
+      for (size_t i = 0; i < chunk; ++i) a[i] += b[i];
+    });
+    return run("all_reduce_sum_ordered (all-gather)", [&] {
+      gloo::AllgatherOptions opts(context_);
+      opts.setInput(recv_.data(), chunk);
+      opts.setOutput(send_.data(), send_.size());
+      opts.setTag(next_tag());
+      opts.setTimeout(timeout_);
+      gloo::allgather(opts);
+      std::copy(send_.begin(), send_.begin() + static_cast<std::ptrdiff_t>(count), data);
+    });
+  }
+
   Status broadcast(void* data, size_t bytes, int root) {
     if (root < 0 || root >= size()) {
       return cluster_error(fmt::format("gloo broadcast: root {} is not a rank of {}", root, size()));
@@ -132,6 +179,7 @@ class GlooComm::Impl {
   const std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
   std::optional<Error> broken_;  // the error that broke the communicator
+  std::vector<float> send_, recv_;  // all_reduce_sum_ordered's staging
 };
 
 Result<std::unique_ptr<GlooComm>> GlooComm::create(CoordinationClient& client, int rank, int size,
@@ -165,6 +213,9 @@ int GlooComm::rank() const { return impl_->rank(); }
 int GlooComm::size() const { return impl_->size(); }
 Status GlooComm::all_reduce_sum(float* data, size_t count) { return impl_->all_reduce_sum(data, count); }
 Status GlooComm::all_reduce_sum(double* data, size_t count) { return impl_->all_reduce_sum(data, count); }
+Status GlooComm::all_reduce_sum_ordered(float* data, size_t count) {
+  return impl_->all_reduce_sum_ordered(data, count);
+}
 Status GlooComm::broadcast(void* data, size_t bytes, int root) { return impl_->broadcast(data, bytes, root); }
 Status GlooComm::barrier() { return impl_->barrier(); }
 

@@ -31,6 +31,12 @@ class GlooComm {
   // errors; after one, the communicator must not be used again.
   Status all_reduce_sum(float* data, size_t count);
   Status all_reduce_sum(double* data, size_t count);
+  // The same sum with the ranks' values grouped as tree_sum groups parts
+  // (strategies/tree_sum.hpp): element i is T(0, size) over rank 0's,
+  // rank 1's, ... values, whatever count is (the ring's grouping rotates
+  // with the element's chunk). The ring's traffic: an all-to-all, then an
+  // all-gather.
+  Status all_reduce_sum_ordered(float* data, size_t count);
   // Copies root's `bytes` bytes at `data` into every rank's `data`.
   Status broadcast(void* data, size_t bytes, int root);
   Status barrier();

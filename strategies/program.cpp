@@ -53,6 +53,7 @@ Result<Program> make_program(const JobSpec& job) {
   p.seed = job.run.seed;
   p.loss_sum = job.strategy.loss_reduction == "sum";
   p.accumulation_steps = job.run.accumulation_steps;
+  p.micro_batch_rows = job.run.micro_batch_rows.value_or(0);
   p.compute = parse_dtype(job.precision.compute).value_or(DType::f32);  // the schema allows only the three names
   p.loss_scale = LossScale(p.compute == DType::f16);
   p.tf32 = job.precision.matmul == "tf32";

@@ -46,6 +46,10 @@ struct Program {
   // run.accumulation_steps: a replica's shard runs as this many micro-batches
   // (run_replica_accumulated), their gradients summed into one update.
   int64_t accumulation_steps = 1;
+  // run.micro_batch_rows (0: off): a replica's shard runs as micro-batches of
+  // this many rows, their gradients added in tree_sum's order, and the
+  // strategies add shards and workers in that order too.
+  int64_t micro_batch_rows = 0;
 
   // The compute context of a replica on `device` ("cpu:0", "debug:1", ...).
   // REQUIRES: the device name was checked (make_strategy does).

@@ -15,6 +15,7 @@
 #include "strategies/parameter_server.grpc.pb.h"
 #include "strategies/ps_internal.hpp"
 #include "strategies/ps_service.hpp"
+#include "strategies/tree_sum.hpp"
 
 namespace dtrain {
 
@@ -290,7 +291,7 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
   }
 
   // Sync: applies the current step while every worker's gradient for it has
-  // arrived, summing them in worker order. REQUIRES: mu_ held.
+  // arrived, summing them over the workers in tree_sum's order. REQUIRES: mu_ held.
   void apply_complete_steps() {
     for (auto it = pending_.find(step_); it != pending_.end() && it->second.count == config_.num_workers;
          it = pending_.find(step_)) {
@@ -301,15 +302,15 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
         cv_.notify_all();
         continue;
       }
-      std::vector<Tensor> sum = std::move(p.grads[0]);
-      for (size_t w = 1; w < p.grads.size(); ++w) {
-        for (size_t i = 0; i < sum.size(); ++i) {
-          if (sum[i].empty()) continue;
-          float* __restrict s = sum[i].data();
-          const float* __restrict g = p.grads[w][i].data();
-          for (int64_t j = 0; j < sum[i].numel(); ++j) s[j] += g[j];
+      tree_sum(p.grads.size(), [&](size_t into, size_t from) {
+        for (size_t i = 0; i < p.grads[into].size(); ++i) {
+          if (p.grads[into][i].empty()) continue;
+          float* __restrict s = p.grads[into][i].data();
+          const float* __restrict g = p.grads[from][i].data();
+          for (int64_t j = 0; j < p.grads[into][i].numel(); ++j) s[j] += g[j];
         }
-      }
+      });
+      std::vector<Tensor> sum = std::move(p.grads[0]);
       apply(sum, p.lr);
       pending_.erase(it);
       cv_.notify_all();

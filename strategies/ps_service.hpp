@@ -5,8 +5,9 @@
 //
 // Synchronous mode (SyncReplicasOptimizer semantics): the update of global
 // step s is applied once exactly one gradient for step s has arrived from
-// every worker; the gradients are summed in worker order (0, 1, ...), so the
-// result does not depend on arrival order. A pull for step s waits until
+// every worker; the gradients are summed over the workers in tree_sum's
+// grouping (strategies/tree_sum.hpp: ((g0 + g1) + g2), (g0 + g1) + (g2 + g3),
+// ...), so the result does not depend on arrival order. A pull for step s waits until
 // step s's values exist. Asynchronous mode: every push is applied on arrival
 // and advances the global step by one.
 #pragma once

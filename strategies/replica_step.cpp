@@ -101,47 +101,81 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
   return out;
 }
 
+namespace {
+
+// The micro-batches of a shard of `rows` rows, as [begin, end) within it: of
+// run.micro_batch_rows rows each (the last may be shorter), else
+// run.accumulation_steps of equal rows (fewer, of one row each, when the
+// shard has fewer rows).
+std::vector<std::pair<int64_t, int64_t>> micro_batches(const Program& program, int64_t rows) {
+  if (program.micro_batch_rows > 0) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (int64_t b = 0; b < rows; b += program.micro_batch_rows) {
+      out.emplace_back(b, std::min(b + program.micro_batch_rows, rows));
+    }
+    return out;
+  }
+  return split_batch(rows, static_cast<int>(std::clamp<int64_t>(program.accumulation_steps, 1, rows)));
+}
+
+}  // namespace
+
 StepOutput run_replica_accumulated(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
                                    int64_t end, int64_t step, float grad_scale,
                                    const std::function<void(size_t)>& layer_done) {
-  const int64_t k = program.accumulation_steps;
-  if (k <= 1) return run_replica(program, rs, batch, begin, end, step, true, grad_scale, layer_done);
   assert(end > begin);
+  const auto micro = micro_batches(program, end - begin);
+  if (micro.size() == 1) return run_replica(program, rs, batch, begin, end, step, true, grad_scale, layer_done);
   const auto& vars = program.model->variables();
-  // A shard of fewer rows than k (a final short batch) runs as that many micro-batches of one row.
-  const int64_t n = std::min(k, end - begin);
-  const auto micro = split_batch(end - begin, static_cast<int>(n));
-  rs.grad_sums.resize(rs.grads.size());
-  // The last micro-batch adds the earlier ones' sum into each layer's
-  // gradients as soon as backward has written them, so a strategy reducing
-  // layer by layer (layer_done) starts on the final sums.
+  // The micro-batches' gradients are added in tree_sum's grouping
+  // (strategies/tree_sum.hpp) with a binary counter: `pending` holds partial
+  // sums of 2^a > 2^b > ... micro-batches, and a new one merges into the top
+  // while they cover equally many. The last micro-batch is then folded
+  // through the pending sums from the top, which is the same grouping:
+  // T = S_bottom + (... + (S_top + g_last)).
+  std::vector<int64_t> covers;  // micro-batches summed in each pending entry
+  std::vector<std::vector<Tensor>>& pending = rs.grad_sums;
+  // The last micro-batch adds the pending sums into each layer's gradients
+  // as soon as backward has written them, so a strategy reducing layer by
+  // layer (layer_done) starts on the final sums.
   const std::function<void(size_t)> add_sums = [&](size_t layer) {
     const auto [first, count] = program.model->layer_variables(layer);
-    for (size_t i = first; i < first + count; ++i) {
-      if (vars[i].trainable) ops::add_into(rs.ctx, rs.grads[i], rs.grad_sums[i]);
+    for (size_t e = covers.size(); e-- > 0;) {
+      for (size_t i = first; i < first + count; ++i) {
+        if (vars[i].trainable) ops::add_into(rs.ctx, rs.grads[i], pending[e][i]);
+      }
     }
     if (layer_done) layer_done(layer);
   };
   StepOutput out;
   out.metric_state.assign(program.metric_state_size(), 0.0);
-  for (int64_t m = 0; m < n; ++m) {
-    const auto [b, e] = micro[static_cast<size_t>(m)];
-    const bool last = m + 1 == n;
+  for (size_t m = 0; m < micro.size(); ++m) {
+    const auto [b, e] = micro[m];
+    const bool last = m + 1 == micro.size();
     accumulate(out, run_replica(program, rs, batch, begin + b, begin + e, step, true, grad_scale,
                                 last ? add_sums : std::function<void(size_t)>{}));
     if (last) break;
+    // Push this micro-batch's gradients as an entry of one.
+    const size_t top = covers.size();
+    if (pending.size() <= top) pending.resize(top + 1);
+    pending[top].resize(rs.grads.size());
     for (size_t i = 0; i < vars.size(); ++i) {
       if (!vars[i].trainable) continue;
-      Tensor& sum = rs.grad_sums[i];
+      Tensor& sum = pending[top][i];
       const Tensor& g = rs.grads[i];
-      if (m > 0) {
-        ops::add_into(rs.ctx, sum, g);
-        continue;
-      }
       if (sum.shape() != g.shape() || sum.dtype() != g.dtype() || sum.device() != g.device()) {
         sum = Tensor::empty(g.shape(), g.dtype(), g.device());
       }
       sum.copy_from(g);
+    }
+    covers.push_back(1);
+    while (covers.size() >= 2 && covers[covers.size() - 2] == covers.back()) {
+      const size_t below = covers.size() - 2;
+      for (size_t i = 0; i < vars.size(); ++i) {
+        if (vars[i].trainable) ops::add_into(rs.ctx, pending[below][i], pending[below + 1][i]);
+      }
+      covers[below] *= 2;
+      covers.pop_back();
     }
   }
   return out;

@@ -43,14 +43,16 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
                        int64_t step, bool training, float grad_scale,
                        const std::function<void(size_t)>& layer_done = {});
 
-// run_replica over rows [begin, end) split into program.accumulation_steps
-// consecutive micro-batches (split_batch's split; fewer, of one row each, when
-// the shard has fewer rows), each keyed by its global rows as in one run over
-// [begin, end); grad_scale as for that one run. Leaves in
-// rs.grads the sum of the micro-batches' gradients and returns the summed
-// outputs. layer_done is called for each layer during the last micro-batch's
-// backward, once that layer's summed gradients are in rs.grads. Only one
-// micro-batch's activations are alive at a time.
+// run_replica over rows [begin, end) split into consecutive micro-batches:
+// of program.micro_batch_rows rows each (the last may be shorter), else
+// program.accumulation_steps of split_batch's split (fewer, of one row each,
+// when the shard has fewer rows); each keyed by its global rows as in one run
+// over [begin, end); grad_scale as for that one run. Leaves in rs.grads the
+// sum of the micro-batches' gradients, grouped as tree_sum groups them
+// (strategies/tree_sum.hpp), and returns the summed outputs. layer_done is
+// called for each layer during the last micro-batch's backward, once that
+// layer's summed gradients are in rs.grads. Only one micro-batch's
+// activations are alive at a time.
 // REQUIRES: training; end > begin.
 StepOutput run_replica_accumulated(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
                                    int64_t end, int64_t step, float grad_scale,

@@ -36,9 +36,10 @@ struct ReplicaState {
   ops::Context ctx;                 // the replica's device and compute type: every tensor below lives there
   std::vector<Tensor> values;       // indexed like Model::variables()
   std::vector<Tensor> grads;        // same; allocated for trainable variables
-  // Gradient accumulation: the sum of the earlier micro-batches' grads of one
-  // update (indexed like grads; allocated by the strategy on first use).
-  std::vector<Tensor> grad_sums;
+  // Micro-batches (gradient accumulation, run.micro_batch_rows): the pending
+  // partial sums of the earlier micro-batches' grads of one update, bottom
+  // first, each indexed like grads (allocated by the strategy on first use).
+  std::vector<std::vector<Tensor>> grad_sums;
   std::vector<Tensor> activations;  // activations[i] is the output of layer i
   std::vector<LayerCache> caches;   // one per layer
   // output_grads[i]: gradient w.r.t. layer i's output, kept per layer so its

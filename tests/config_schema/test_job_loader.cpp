@@ -396,6 +396,7 @@ run:
   slurm_requeue: auto
   threads: auto
   accumulation_steps: 1
+  micro_batch_rows: null
 eval:
   steps: null
   throttle_secs: 60.0

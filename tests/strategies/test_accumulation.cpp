@@ -2,6 +2,8 @@
 // shard, summed into one update, train like one step on the whole batch
 // (one_device, K = 1) under one_device, towers and mirrored, on cpu and on
 // debug devices (which fault on a missed transfer of the gradient sums).
+// run.micro_batch_rows: micro-batches of fixed rows added in tree_sum's
+// grouping give one_device's bits under towers and mirrored.
 #include <doctest.h>
 #include <fmt/format.h>
 
@@ -79,6 +81,70 @@ TEST_CASE("accumulation: K separate steps on the micro-batches differ from one u
   }
   const TrainRun separate = train_run(ref_job, quarters, probe, 0.25);
   CHECK(compare_states(separate.state, one.state).worst > 1e-3);
+}
+
+JobSpec micro_batches_of(JobSpec job, int64_t rows) {
+  job.run.micro_batch_rows = rows;
+  return job;
+}
+
+// Trains `layers` with micro_batch_rows `rows` under one_device and each
+// (type, devices) on the same batches of `batch` rows: every variable and
+// slot must carry the same bits, and the loss sums agree.
+void check_same_bits(const char* layers, int64_t batch, int64_t rows,
+                     const std::vector<std::pair<std::string, int>>& runs, const std::string& device_kind = "cpu") {
+  const JobSpec ref_job = micro_batches_of(equivalence_job(layers, kAdam, "one_device", 1, "mean"), rows);
+  std::vector<Batch> batches = take_batches(ref_job, batch, kSteps + 1);
+  const Batch probe = batches.back();
+  batches.pop_back();
+  const TrainRun ref = train_run(ref_job, batches, probe);
+  CHECK(compare_states(ref.state, ref.initial).worst > 1e-2);
+  for (const auto& [type, n] : runs) {
+    INFO(fmt::format("{}({} x {}) batch {} micro_batch_rows {}", type, n, device_kind, batch, rows));
+    const TrainRun run = train_run(
+        micro_batches_of(equivalence_job(layers, kAdam, type, n, "mean", device_kind), rows), batches, probe);
+    const StateDiff d = compare_states(run.state, ref.state);
+    REQUIRE(d.names_match);
+    CHECK_MESSAGE(d.worst == 0, fmt::format("worst tensor {}: relative difference {:.3g}", d.worst_name, d.worst));
+    const OutputDiff o = compare_outputs(run.outputs, ref.outputs);
+    CHECK(o.examples_match);
+    CHECK_MESSAGE(o.loss < 1e-12, fmt::format("loss sums differ by {:.3g}", o.loss));
+    // Prediction is forward on the whole probe batch under one_device and on
+    // shards elsewhere: oneDNN's AVX2 kernels round a row differently with
+    // the batch's size (not the same computation, unlike the micro-batches).
+    CHECK(rel_diff(run.predictions, ref.predictions) < 1e-6);
+  }
+}
+
+TEST_CASE("micro_batch_rows: towers and mirrored give one_device's bits (MLP, CNN and a graph, with dropout)") {
+  // 32 rows in micro-batches of 4: one_device adds 8, each of 2 replicas 4,
+  // each of 4 replicas 2; then the replicas' sums in the same tree.
+  const std::vector<std::pair<std::string, int>> runs = {{"towers", 2}, {"mirrored", 2}, {"mirrored", 4}};
+  check_same_bits(kMlpLayers, 32, 4, runs);
+  check_same_bits(kCnnLayers, 32, 4, runs);
+  check_same_bits(kResidualLayers, 32, 4, {{"mirrored", 2}, {"towers", 4}});
+}
+
+TEST_CASE("micro_batch_rows: a count that is no power of two (one_device's 6 micro-batches, 3 or 6 replicas)") {
+  // one_device adds its 6 micro-batches with the binary counter; 3 replicas
+  // of 2 and 6 replicas of 1 add theirs with tree_sum over the replicas.
+  check_same_bits(kCnnLayers, 24, 4, {{"mirrored", 3}, {"towers", 6}});
+}
+
+TEST_CASE("micro_batch_rows: on debug devices") {
+  check_same_bits(kCnnLayers, 16, 4, {{"towers", 2}, {"mirrored", 2}}, "debug");
+}
+
+TEST_CASE("micro_batch_rows: without it, towers' and one_device's sums are grouped differently (the check can fail)") {
+  const JobSpec ref_job = equivalence_job(kCnnLayers, kAdam, "one_device", 1, "mean");
+  std::vector<Batch> batches = take_batches(ref_job, 32, kSteps + 1);
+  const Batch probe = batches.back();
+  batches.pop_back();
+  const TrainRun ref = train_run(ref_job, batches, probe);
+  const TrainRun towers = train_run(equivalence_job(kCnnLayers, kAdam, "towers", 2, "mean"), batches, probe);
+  const double worst = compare_states(towers.state, ref.state).worst;
+  CHECK(worst > 0);
+  CHECK(worst < kTol);
 }
 
 }  // namespace

@@ -8,8 +8,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "strategies/gloo_comm.hpp"
+#include "strategies/tree_sum.hpp"
 #include "tests/strategies/coord_test_util.hpp"
 
 using namespace dtrain;
@@ -103,6 +106,65 @@ TEST_CASE("gloo: all_reduce_sum over 2 and 3 ranks, float and double") {
       check_all_reduce<double>(n, count, 1e-14);
     }
   }
+}
+
+// run.micro_batch_rows' all-reduce: every element is the ranks' values added
+// in tree_sum's grouping (for 4 ranks (a0 + a1) + (a2 + a3), for 5
+// ((a0 + a1) + (a2 + a3)) + a4), bit for bit, on every rank, whatever the
+// count (chunks padded to a multiple of the ranks); the ring's grouping
+// rotates with the chunk, so for 3 or more ranks its bits differ.
+TEST_CASE("gloo: all_reduce_sum_ordered adds the ranks in tree_sum's grouping, the same bits on every rank") {
+  const auto value = [](int rank, size_t i) { return input<float>(rank, i) * (i % 3 == 0 ? 1e4f : 1.0f); };
+  for (int n : {1, 2, 3, 4, 5}) {
+    for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
+      CAPTURE(n);
+      CAPTURE(count);
+      Ranks r = connect_ranks(n);
+      std::vector<std::vector<float>> out(static_cast<size_t>(n));
+      run_ranks(r, n, [&](int rank, GlooComm& comm) {
+        std::vector<float> data(count);
+        for (size_t i = 0; i < count; ++i) data[i] = value(rank, i);
+        const Status s = comm.all_reduce_sum_ordered(data.data(), count);
+        CHECK_MESSAGE(s.ok(), s.error().message);
+        out[static_cast<size_t>(rank)] = std::move(data);
+      });
+      std::vector<std::vector<float>> parts(static_cast<size_t>(n), std::vector<float>(count));
+      for (int rank = 0; rank < n; ++rank) {
+        for (size_t i = 0; i < count; ++i) parts[static_cast<size_t>(rank)][i] = value(rank, i);
+      }
+      tree_sum(static_cast<size_t>(n), [&](size_t into, size_t from) {
+        for (size_t i = 0; i < count; ++i) parts[into][i] += parts[from][i];
+      });
+      for (int rank = 0; rank < n; ++rank) {
+        REQUIRE(out[static_cast<size_t>(rank)].size() == count);
+        CHECK(std::memcmp(out[static_cast<size_t>(rank)].data(), parts[0].data(), count * sizeof(float)) == 0);
+      }
+      if (n == 4 && count == 100003) {  // the grouping matters here: left to right gives other bits
+        size_t differ = 0;
+        for (size_t i = 0; i < count; ++i) {
+          differ += ((value(0, i) + value(1, i)) + value(2, i)) + value(3, i) != out[0][i];
+        }
+        CHECK(differ > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("tree_sum: the grouping of 1..9 parts") {
+  const auto grouping = [](size_t n) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < n; ++i) parts.push_back(std::to_string(i));
+    tree_sum(n, [&](size_t into, size_t from) { parts[into] = "(" + parts[into] + "+" + parts[from] + ")"; });
+    return parts[0];
+  };
+  CHECK(grouping(1) == "0");
+  CHECK(grouping(2) == "(0+1)");
+  CHECK(grouping(3) == "((0+1)+2)");
+  CHECK(grouping(4) == "((0+1)+(2+3))");
+  CHECK(grouping(5) == "(((0+1)+(2+3))+4)");
+  CHECK(grouping(6) == "(((0+1)+(2+3))+(4+5))");
+  CHECK(grouping(7) == "(((0+1)+(2+3))+((4+5)+6))");
+  CHECK(grouping(9) == "((((0+1)+(2+3))+((4+5)+(6+7)))+8)");
 }
 
 // The collective strategy all-reduces gradients in buckets whose boundaries

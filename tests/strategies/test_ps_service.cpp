@@ -86,8 +86,8 @@ TEST_CASE("ps: a pull from another client waits for init, then returns the value
   CHECK(second->values[1].to_vector() == std::vector<float>{9.0f, 8.0f});
 }
 
-TEST_CASE("ps: sync sgd with momentum sums one gradient per worker in worker order") {
-  for (int n : {2, 3}) {
+TEST_CASE("ps: sync sgd with momentum sums one gradient per worker in a fixed order") {
+  for (int n : {2, 3, 4}) {
     CAPTURE(n);
     const float lr = 0.05f;
     const int64_t steps = 3;
