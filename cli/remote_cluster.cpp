@@ -19,6 +19,7 @@
 
 #include "cli/child_process.hpp"
 #include "config_schema/did_you_mean.hpp"
+#include "engine/thread_errors.hpp"
 #include "engine/version.hpp"
 #include "task_server.grpc.pb.h"
 
@@ -210,22 +211,29 @@ int run_remote_cluster(const RemoteRun& run) {
     for (const std::string& a : run.train_args) req.add_train_args(a);
     r->reader = std::thread([r, req, &codes_mu, &first_failure] {
       const std::string prefix = fmt::format("[{}] ", r->label);
-      std::unique_ptr<grpc::ClientReader<task::RunEvent>> stream = r->stub->Run(&r->run_ctx, req);
-      task::RunEvent ev;
-      while (stream->Read(&ev)) {
-        if (ev.has_stdout_line()) print_line(stdout, prefix, ev.stdout_line());
-        if (ev.has_stderr_line()) print_line(stderr, prefix, ev.stderr_line());
-        if (ev.has_exit_code()) r->exit_code = ev.exit_code();
-      }
-      const grpc::Status s = stream->Finish();
-      if (r->exit_code < 0) {
-        // The stream ended without the task's exit code: the server died, the
-        // network failed, or this client cancelled.
-        r->exit_code = static_cast<int>(ExitCode::kCluster);
-        if (s.error_code() != grpc::StatusCode::CANCELLED) {
-          print_line(stderr, "", fmt::format("dtrain: the dtrain server at {} ({}) stopped answering: {}",
-                                             r->spec.server, r->label, s.error_message()));
+      try {
+        maybe_throw_for_test("remote task reader");
+        std::unique_ptr<grpc::ClientReader<task::RunEvent>> stream = r->stub->Run(&r->run_ctx, req);
+        task::RunEvent ev;
+        while (stream->Read(&ev)) {
+          if (ev.has_stdout_line()) print_line(stdout, prefix, ev.stdout_line());
+          if (ev.has_stderr_line()) print_line(stderr, prefix, ev.stderr_line());
+          if (ev.has_exit_code()) r->exit_code = ev.exit_code();
         }
+        const grpc::Status s = stream->Finish();
+        if (r->exit_code < 0) {
+          // The stream ended without the task's exit code: the server died, the
+          // network failed, or this client cancelled.
+          r->exit_code = static_cast<int>(ExitCode::kCluster);
+          if (s.error_code() != grpc::StatusCode::CANCELLED) {
+            print_line(stderr, "", fmt::format("dtrain: the dtrain server at {} ({}) stopped answering: {}",
+                                               r->spec.server, r->label, s.error_message()));
+          }
+        }
+      } catch (...) {  // a located line and the cluster code, never std::terminate
+        const Error e = current_exception_error(fmt::format("reading {}'s output from {}", r->label, r->spec.server));
+        print_line(stderr, "", "dtrain: " + e.message);
+        r->exit_code = static_cast<int>(ExitCode::kCluster);
       }
       if (r->exit_code != 0) {
         std::lock_guard<std::mutex> lock(codes_mu);

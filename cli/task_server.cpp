@@ -19,6 +19,7 @@
 #include "cli/child_process.hpp"
 #include "engine/status.hpp"
 #include "engine/version.hpp"
+#include "strategies/rpc_guard.hpp"
 #include "task_server.grpc.pb.h"
 
 namespace dtrain::cli {
@@ -51,82 +52,90 @@ class TaskServerImpl final : public task::TaskServer::Service {
   explicit TaskServerImpl(const ServerArgs& args) : args_(args) {}
 
   grpc::Status Reserve(grpc::ServerContext*, const task::ReserveRequest* req, task::ReserveResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finished_jobs_ > 0 && args_.once) {
-      return {grpc::StatusCode::FAILED_PRECONDITION, "this server ran its one job (--once) and is ending"};
-    }
-    if (reservation_ && !running_ && Clock::now() > reservation_->expires) {
-      log_line(fmt::format("the reservation for {} by {} expired unused", reservation_->label, reservation_->client));
-      reservation_.reset();
-    }
-    if (reservation_) {
-      return {grpc::StatusCode::FAILED_PRECONDITION,
-              fmt::format("busy: {} {} for {}", running_ ? "running" : "reserved for", reservation_->label,
-                          reservation_->client)};
-    }
-    const int port = free_port(/*loopback_only=*/false);
-    if (port <= 0) return {grpc::StatusCode::RESOURCE_EXHAUSTED, "no free port for the task"};
-    Reservation r;
-    r.token = new_token();
-    r.client = req->client();
-    r.label = fmt::format("{} {}", req->task_type(), req->task_index());
-    r.port = port;
-    r.expires = Clock::now() + kReservationLifetime;
-    log_line(fmt::format("reserved for {} by {} (the task will serve on port {})", r.label, r.client, port));
-    resp->set_reservation(r.token);
-    resp->set_task_port(port);
-    resp->set_version(kDtrainVersion);
-    resp->set_hostname(this_host());
-    reservation_ = std::move(r);
-    return grpc::Status::OK;
+    return guarded_rpc("task server reserve", [&]() -> grpc::Status {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finished_jobs_ > 0 && args_.once) {
+        return {grpc::StatusCode::FAILED_PRECONDITION, "this server ran its one job (--once) and is ending"};
+      }
+      if (reservation_ && !running_ && Clock::now() > reservation_->expires) {
+        log_line(fmt::format("the reservation for {} by {} expired unused", reservation_->label, reservation_->client));
+        reservation_.reset();
+      }
+      if (reservation_) {
+        return {grpc::StatusCode::FAILED_PRECONDITION,
+                fmt::format("busy: {} {} for {}", running_ ? "running" : "reserved for", reservation_->label,
+                            reservation_->client)};
+      }
+      const int port = free_port(/*loopback_only=*/false);
+      if (port <= 0) return {grpc::StatusCode::RESOURCE_EXHAUSTED, "no free port for the task"};
+      Reservation r;
+      r.token = new_token();
+      r.client = req->client();
+      r.label = fmt::format("{} {}", req->task_type(), req->task_index());
+      r.port = port;
+      r.expires = Clock::now() + kReservationLifetime;
+      log_line(fmt::format("reserved for {} by {} (the task will serve on port {})", r.label, r.client, port));
+      resp->set_reservation(r.token);
+      resp->set_task_port(port);
+      resp->set_version(kDtrainVersion);
+      resp->set_hostname(this_host());
+      reservation_ = std::move(r);
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Release(grpc::ServerContext*, const task::ReleaseRequest* req, task::ReleaseResponse*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (reservation_ && reservation_->token == req->reservation() && !running_) {
-      log_line(fmt::format("{} released by {} without running", reservation_->label, reservation_->client));
-      reservation_.reset();
-    }
-    return grpc::Status::OK;
+    return guarded_rpc("task server release", [&]() -> grpc::Status {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (reservation_ && reservation_->token == req->reservation() && !running_) {
+        log_line(fmt::format("{} released by {} without running", reservation_->label, reservation_->client));
+        reservation_.reset();
+      }
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Stop(grpc::ServerContext*, const task::StopRequest* req, task::StopResponse*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!reservation_ || reservation_->token != req->reservation()) {
-      return {grpc::StatusCode::NOT_FOUND, "no such task on this server"};
-    }
-    const int sig = req->signal() == SIGINT ? SIGINT : SIGTERM;
-    if (running_ && child_pid_ > 0) {
-      log_line(fmt::format("the client asks to stop {}: sending signal {}", reservation_->label, sig));
-      ::kill(child_pid_, sig);
-    }
-    return grpc::Status::OK;
+    return guarded_rpc("task server stop", [&]() -> grpc::Status {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!reservation_ || reservation_->token != req->reservation()) {
+        return {grpc::StatusCode::NOT_FOUND, "no such task on this server"};
+      }
+      const int sig = req->signal() == SIGINT ? SIGINT : SIGTERM;
+      if (running_ && child_pid_ > 0) {
+        log_line(fmt::format("the client asks to stop {}: sending signal {}", reservation_->label, sig));
+        ::kill(child_pid_, sig);
+      }
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Run(grpc::ServerContext* ctx, const task::RunRequest* req,
                    grpc::ServerWriter<task::RunEvent>* writer) override {
-    std::string label, client;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!reservation_ || reservation_->token != req->reservation()) {
-        return {grpc::StatusCode::FAILED_PRECONDITION, "no reservation for this run (it expired or was released)"};
+    return guarded_rpc("task server run", [&]() -> grpc::Status {
+      std::string label, client;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!reservation_ || reservation_->token != req->reservation()) {
+          return {grpc::StatusCode::FAILED_PRECONDITION, "no reservation for this run (it expired or was released)"};
+        }
+        if (running_) return {grpc::StatusCode::FAILED_PRECONDITION, "this reservation is already running"};
+        running_ = true;
+        label = reservation_->label;
+        client = reservation_->client;
       }
-      if (running_) return {grpc::StatusCode::FAILED_PRECONDITION, "this reservation is already running"};
-      running_ = true;
-      label = reservation_->label;
-      client = reservation_->client;
-    }
-    const int code = run_task(ctx, *req, writer, label, client);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      running_ = false;
-      child_pid_ = -1;
-      reservation_.reset();
-      ++finished_jobs_;
-    }
-    done_cv_.notify_all();
-    if (code < 0) return {grpc::StatusCode::INTERNAL, "the task could not start; see the server's log"};
-    return grpc::Status::OK;
+      const int code = run_task(ctx, *req, writer, label, client);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_ = false;
+        child_pid_ = -1;
+        reservation_.reset();
+        ++finished_jobs_;
+      }
+      done_cv_.notify_all();
+      if (code < 0) return {grpc::StatusCode::INTERNAL, "the task could not start; see the server's log"};
+      return grpc::Status::OK;
+    });
   }
 
   // Stops the running task, if any (the server itself is ending).

@@ -1,8 +1,9 @@
 // Exceptions at thread boundaries: every thread dtrain starts (replica
-// workers, input threads, the all-reduce thread) catches whatever its work
-// throws and hands it, as an Error, to the thread that waits on it, so that no
-// exception reaches std::terminate. And the test hook that injects a throw at
-// a named boundary.
+// workers, input threads, the all-reduce thread, the coordination heartbeat
+// and monitor, the remote client's readers) and every gRPC handler
+// (strategies/rpc_guard.hpp) catches whatever its work throws and hands it,
+// as an Error, to whoever waits on it, so that no exception reaches
+// std::terminate. And the test hook that injects a throw at a named boundary.
 #pragma once
 
 #include <string_view>

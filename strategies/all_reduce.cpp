@@ -79,6 +79,7 @@ void InProcessAllReduce::begin_step(std::span<ReplicaState* const> states, Profi
   reduced_ = 0;
   num_ready_ = 0;
   next_cross_ = 0;
+  abandoned_ = false;
   error_.reset();
   cross_seconds_ = exposed_seconds_ = 0;
 }
@@ -170,7 +171,18 @@ void InProcessAllReduce::comm_loop() {
 
 void InProcessAllReduce::wait_all() {
   std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return reduced_ == arrived_.size(); });
+  done_cv_.wait(lock, [&] { return reduced_ == arrived_.size() || abandoned_; });
+  if (reduced_ != arrived_.size()) {
+    throw ErrorException{runtime_error("the gradient all-reduce was abandoned: another replica failed")};
+  }
+}
+
+void InProcessAllReduce::abandon() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abandoned_ = true;
+  }
+  done_cv_.notify_all();
 }
 
 std::optional<Error> InProcessAllReduce::error() const {

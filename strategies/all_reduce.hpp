@@ -67,8 +67,12 @@ class InProcessAllReduce {
   // Replica r's gradients for `bucket` are final. The last replica to arrive
   // reduces the bucket and writes the sum into every replica's gradients.
   void arrive(size_t bucket);
-  // Blocks until every bucket of this step is reduced.
+  // Blocks until every bucket of this step is reduced. Throws
+  // ErrorException when the step was abandoned.
   void wait_all();
+  // A replica failed this step: the others stop waiting for its buckets
+  // (wait_all throws) until the next begin_step.
+  void abandon();
   // The cross-worker stage's first error this step (after wait_all()).
   std::optional<Error> error() const;
   // Seconds the communication thread spent in `cross` this step, and the
@@ -94,6 +98,7 @@ class InProcessAllReduce {
   size_t reduced_ = 0;         // GUARDED_BY(mu_)
   size_t next_cross_ = 0;      // GUARDED_BY(mu_): the bucket the comm thread reduces next
   bool stop_ = false;          // GUARDED_BY(mu_)
+  bool abandoned_ = false;     // GUARDED_BY(mu_)
   std::optional<Error> error_; // GUARDED_BY(mu_)
   double cross_seconds_ = 0, exposed_seconds_ = 0;  // GUARDED_BY(mu_)
   size_t num_ready_ = 0;       // GUARDED_BY(mu_): buckets summed locally this step

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "strategies/coordination.grpc.pb.h"
+#include "engine/thread_errors.hpp"
 #include "strategies/coordination_internal.hpp"
 
 namespace dtrain {
@@ -84,7 +85,13 @@ class CoordinationClient::Impl {
     if (!s.ok()) return cluster_error(describe(s, "registering " + self_.id()));
     if (!resp.failure().empty()) return cluster_error(resp.failure());
     if (!resp.complete()) return cluster_error(missing_message("rendezvous", resp));
-    heartbeat_ = std::thread([this] { heartbeat_loop(); });
+    heartbeat_ = std::thread([this] {
+      try {
+        heartbeat_loop();
+      } catch (...) {
+        fail(current_exception_error("coordination heartbeat"));
+      }
+    });
     return {};
   }
 
@@ -235,6 +242,7 @@ class CoordinationClient::Impl {
         std::unique_lock<std::mutex> lock(mu_);
         if (cv_.wait_for(lock, interval_, [&] { return stop_ || left_; })) return;
       }
+      maybe_throw_for_test("coordination heartbeat");
       grpc::ClientContext ctx;
       ctx.set_deadline(grpc_time(Clock::now() + std::max<Clock::duration>(interval_, kGrace)));
       {

@@ -12,6 +12,7 @@
 
 #include "strategies/coordination.grpc.pb.h"
 #include "strategies/coordination_internal.hpp"
+#include "strategies/rpc_guard.hpp"
 
 namespace dtrain {
 
@@ -52,7 +53,15 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
           address));
     }
     port_ = port;
-    monitor_ = std::thread([this] { monitor(); });
+    monitor_ = std::thread([this] {
+      try {
+        monitor();
+      } catch (...) {  // the service fails the cluster, naming where, as for a dead task
+        const Error e = current_exception_error("coordination service monitor");
+        std::lock_guard<std::mutex> lock(mu_);
+        fail(e.message);
+      }
+    });
     return port;
   }
 
@@ -89,101 +98,115 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   }
 
   grpc::Status Register(grpc::ServerContext*, const coord::RegisterRequest* req, coord::WaitResponse* resp) override {
-    CoordTask task = from_proto(req->task());
-    std::unique_lock<std::mutex> lock(mu_);
-    bool training = training_.count(task.id()) > 0;
-    if (!req->observer() && !training) {
-      std::vector<std::string> ids;
-      for (const CoordTask& t : options_.training_tasks) ids.push_back(t.id());
-      return {grpc::StatusCode::INVALID_ARGUMENT,
-              fmt::format("{} is not one of the training tasks of the cluster ({})", task.id(), join_labels(ids))};
-    }
-    if (req->observer() && training) {
-      return {grpc::StatusCode::INVALID_ARGUMENT,
-              fmt::format("{} is a training task and cannot register as an observer", task.id())};
-    }
-    auto [it, inserted] = tasks_.try_emplace(task.id());
-    TaskState& st = it->second;
-    if (inserted || (st.observer && (st.left || st.dead))) {  // new, or an observer that came back
-      st = TaskState{training ? training_.at(task.id()) : task, req->observer(), false, false, Clock::now()};
-      cv_.notify_all();
-    }
-    st.last_heartbeat = Clock::now();
-    bool observer = req->observer();
-    cv_.wait_for(lock, wait_of(req->wait_ms()),
-                 [&] { return stopping_ || observer || !failure_.empty() || rendezvous_complete(); });
-    if (stopping_) return shutting_down();
-    st.last_heartbeat = Clock::now();  // a task waiting in the rendezvous is alive
-    resp->set_complete(observer || rendezvous_complete());
-    resp->set_failure(failure_);
-    for (const std::string& label : missing([&](const std::string& id) { return tasks_.count(id) > 0; })) {
-      resp->add_missing(label);
-    }
-    return grpc::Status::OK;
+    return guarded_rpc("coordination service register", [&]() -> grpc::Status {
+      CoordTask task = from_proto(req->task());
+      std::unique_lock<std::mutex> lock(mu_);
+      bool training = training_.count(task.id()) > 0;
+      if (!req->observer() && !training) {
+        std::vector<std::string> ids;
+        for (const CoordTask& t : options_.training_tasks) ids.push_back(t.id());
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                fmt::format("{} is not one of the training tasks of the cluster ({})", task.id(), join_labels(ids))};
+      }
+      if (req->observer() && training) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                fmt::format("{} is a training task and cannot register as an observer", task.id())};
+      }
+      auto [it, inserted] = tasks_.try_emplace(task.id());
+      TaskState& st = it->second;
+      if (inserted || (st.observer && (st.left || st.dead))) {  // new, or an observer that came back
+        st = TaskState{training ? training_.at(task.id()) : task, req->observer(), false, false, Clock::now()};
+        cv_.notify_all();
+      }
+      st.last_heartbeat = Clock::now();
+      bool observer = req->observer();
+      cv_.wait_for(lock, wait_of(req->wait_ms()),
+                   [&] { return stopping_ || observer || !failure_.empty() || rendezvous_complete(); });
+      if (stopping_) return shutting_down();
+      st.last_heartbeat = Clock::now();  // a task waiting in the rendezvous is alive
+      resp->set_complete(observer || rendezvous_complete());
+      resp->set_failure(failure_);
+      for (const std::string& label : missing([&](const std::string& id) { return tasks_.count(id) > 0; })) {
+        resp->add_missing(label);
+      }
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Heartbeat(grpc::ServerContext*, const coord::HeartbeatRequest* req,
                          coord::HeartbeatResponse* resp) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = tasks_.find(from_proto(req->task()).id());
-    if (it != tasks_.end() && !it->second.left) it->second.last_heartbeat = Clock::now();
-    resp->set_failure(failure_);
-    return grpc::Status::OK;
+    return guarded_rpc("coordination service heartbeat", [&]() -> grpc::Status {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tasks_.find(from_proto(req->task()).id());
+      if (it != tasks_.end() && !it->second.left) it->second.last_heartbeat = Clock::now();
+      resp->set_failure(failure_);
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status ReportError(grpc::ServerContext*, const coord::ReportErrorRequest* req, coord::Empty*) override {
-    CoordTask task = from_proto(req->task());
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = tasks_.find(task.id());
-    const CoordTask& who = it != tasks_.end() ? it->second.task : task;
-    fail(fmt::format("{} failed: {}", who.label(), req->message()));
-    return grpc::Status::OK;
+    return guarded_rpc("coordination service reporterror", [&]() -> grpc::Status {
+      CoordTask task = from_proto(req->task());
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tasks_.find(task.id());
+      const CoordTask& who = it != tasks_.end() ? it->second.task : task;
+      fail(fmt::format("{} failed: {}", who.label(), req->message()));
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Set(grpc::ServerContext*, const coord::SetRequest* req, coord::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    kv_[req->key()] = req->value();
-    cv_.notify_all();
-    return grpc::Status::OK;
+    return guarded_rpc("coordination service set", [&]() -> grpc::Status {
+      std::lock_guard<std::mutex> lock(mu_);
+      kv_[req->key()] = req->value();
+      cv_.notify_all();
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Get(grpc::ServerContext*, const coord::GetRequest* req, coord::GetResponse* resp) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, wait_of(req->wait_ms()),
-                 [&] { return stopping_ || !failure_.empty() || kv_.count(req->key()) > 0; });
-    if (stopping_) return shutting_down();
-    auto it = kv_.find(req->key());
-    if (it != kv_.end()) {
-      resp->set_found(true);
-      resp->set_value(it->second);
-    }
-    resp->set_failure(failure_);
-    return grpc::Status::OK;
+    return guarded_rpc("coordination service get", [&]() -> grpc::Status {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, wait_of(req->wait_ms()),
+                   [&] { return stopping_ || !failure_.empty() || kv_.count(req->key()) > 0; });
+      if (stopping_) return shutting_down();
+      auto it = kv_.find(req->key());
+      if (it != kv_.end()) {
+        resp->set_found(true);
+        resp->set_value(it->second);
+      }
+      resp->set_failure(failure_);
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Barrier(grpc::ServerContext*, const coord::BarrierRequest* req, coord::WaitResponse* resp) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::set<std::string>& arrived = barriers_[req->name()];
-    if (arrived.insert(from_proto(req->task()).id()).second) cv_.notify_all();
-    auto in_barrier = [&](const std::string& id) { return arrived.count(id) > 0; };
-    cv_.wait_for(lock, wait_of(req->wait_ms()),
-                 [&] { return stopping_ || !failure_.empty() || missing(in_barrier).empty(); });
-    if (stopping_) return shutting_down();
-    std::vector<std::string> absent = missing(in_barrier);
-    resp->set_complete(absent.empty());
-    resp->set_failure(failure_);
-    for (const std::string& label : absent) resp->add_missing(label);
-    return grpc::Status::OK;
+    return guarded_rpc("coordination service barrier", [&]() -> grpc::Status {
+      std::unique_lock<std::mutex> lock(mu_);
+      std::set<std::string>& arrived = barriers_[req->name()];
+      if (arrived.insert(from_proto(req->task()).id()).second) cv_.notify_all();
+      auto in_barrier = [&](const std::string& id) { return arrived.count(id) > 0; };
+      cv_.wait_for(lock, wait_of(req->wait_ms()),
+                   [&] { return stopping_ || !failure_.empty() || missing(in_barrier).empty(); });
+      if (stopping_) return shutting_down();
+      std::vector<std::string> absent = missing(in_barrier);
+      resp->set_complete(absent.empty());
+      resp->set_failure(failure_);
+      for (const std::string& label : absent) resp->add_missing(label);
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Leave(grpc::ServerContext*, const coord::LeaveRequest* req, coord::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = tasks_.find(from_proto(req->task()).id());
-    if (it != tasks_.end()) {
-      it->second.left = true;
-      cv_.notify_all();
-    }
-    return grpc::Status::OK;
+    return guarded_rpc("coordination service leave", [&]() -> grpc::Status {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tasks_.find(from_proto(req->task()).id());
+      if (it != tasks_.end()) {
+        it->second.left = true;
+        cv_.notify_all();
+      }
+      return grpc::Status::OK;
+    });
   }
 
  private:
@@ -226,6 +249,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     auto tick = std::clamp<Clock::duration>(poll_cap_ / 4, std::chrono::milliseconds(20),
                                             std::chrono::milliseconds(250));
     while (!cv_.wait_for(lock, tick, [&] { return stopping_; })) {
+      maybe_throw_for_test("coordination service monitor");
       Clock::time_point now = Clock::now();
       if (!rendezvous_complete() && now >= rendezvous_deadline_) {
         auto absent = missing([&](const std::string& id) { return tasks_.count(id) > 0; });

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "engine/status.hpp"
+
 namespace dtrain {
 
 class ReplicaGroupSum::Handle final : public CrossReplicaSum {
@@ -29,12 +31,31 @@ CrossReplicaSum* ReplicaGroupSum::replica(int r) { return handles_[static_cast<s
 
 void ReplicaGroupSum::begin_step(const std::vector<bool>& participating) {
   std::lock_guard<std::mutex> lock(mu_);
-  assert(arrived_ == 0 && participating.size() == participating_.size());
+  assert(participating.size() == participating_.size());
   participating_ = participating;
+  arrived_ = 0;
+  abandoned_ = false;
 }
+
+void ReplicaGroupSum::abandon() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    abandoned_ = true;
+  }
+  cv_.notify_all();
+}
+
+namespace {
+
+[[noreturn]] void throw_abandoned() {
+  throw ErrorException{runtime_error("batch_norm's sum over the replicas was abandoned: another replica failed")};
+}
+
+}  // namespace
 
 void ReplicaGroupSum::all_reduce(int r, std::span<double> values) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (abandoned_) throw_abandoned();
   const int expected = static_cast<int>(std::count(participating_.begin(), participating_.end(), true));
   parts_[static_cast<size_t>(r)].assign(values.begin(), values.end());
   const uint64_t round = round_;
@@ -51,7 +72,8 @@ void ReplicaGroupSum::all_reduce(int r, std::span<double> values) {
     ++round_;
     cv_.notify_all();
   } else {
-    cv_.wait(lock, [&] { return round_ != round; });
+    cv_.wait(lock, [&] { return round_ != round || abandoned_; });
+    if (round_ == round) throw_abandoned();
   }
   std::copy(result_.begin(), result_.end(), values.begin());
 }

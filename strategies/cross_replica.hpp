@@ -27,6 +27,9 @@ class ReplicaGroupSum {
   void begin_step(const std::vector<bool>& participating);
   // Replica r's handle, for ForwardContext::cross_replica.
   CrossReplicaSum* replica(int r);
+  // A replica failed this step: every replica waiting in a sum, or arriving
+  // at one, throws instead of waiting for it (until the next begin_step).
+  void abandon();
 
  private:
   class Handle;
@@ -39,6 +42,7 @@ class ReplicaGroupSum {
   std::vector<double> result_;              // GUARDED_BY(mu_)
   int arrived_ = 0;                         // GUARDED_BY(mu_)
   uint64_t round_ = 0;                      // GUARDED_BY(mu_)
+  bool abandoned_ = false;                  // GUARDED_BY(mu_)
   AcrossWorkers across_workers_;
   std::vector<std::unique_ptr<Handle>> handles_;
 };

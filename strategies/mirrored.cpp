@@ -75,6 +75,11 @@ bool MirroredStrategy::copies_identical() const {
   return true;
 }
 
+void MirroredStrategy::abandon_step() {
+  ReplicatedStrategy::abandon_step();
+  reducer_->abandon();
+}
+
 StepOutput MirroredStrategy::train_step(const Batch& batch, int64_t step, float lr) {
   return mirrored_step(batch, step, lr, program_.grad_scale(batch.size()));
 }

@@ -24,6 +24,7 @@ class MirroredStrategy : public ReplicatedStrategy {
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
 
  protected:
+  void abandon_step() override;
   // collective: the same, with a cross-worker stage after each bucket's
   // in-process sum (make_cross receives the buckets).
   MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,

@@ -15,6 +15,7 @@
 #include "strategies/parameter_server.grpc.pb.h"
 #include "strategies/ps_internal.hpp"
 #include "strategies/ps_service.hpp"
+#include "strategies/rpc_guard.hpp"
 #include "strategies/tree_sum.hpp"
 
 namespace dtrain {
@@ -92,137 +93,151 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
   }
 
   grpc::Status Init(grpc::ServerContext*, const ps::InitRequest* req, ps::Empty*) override {
-    std::vector<PsShard> shards;
-    std::vector<Tensor> values;
-    std::vector<std::vector<Tensor>> slots;
-    if (req->values_size() != req->shards_size()) {
-      return rejected(fmt::format("init: {} values for {} shards", req->values_size(), req->shards_size()));
-    }
-    if (req->slots_size() != 0 && req->slots_size() != req->shards_size()) {
-      return rejected(fmt::format("init: slots for {} shards, expected {}", req->slots_size(), req->shards_size()));
-    }
-    for (int i = 0; i < req->shards_size(); ++i) {
-      const ps::Shard& s = req->shards(i);
-      PsShard shard{s.name(), s.row_begin(), s.row_end(), Shape(s.shape().begin(), s.shape().end()), s.trainable()};
-      Result<Tensor> value = from_proto(req->values(i));
-      if (!value.ok()) return rejected(fmt::format("init: {}: {}", shard.name, value.error().message));
-      if (value->empty() || value->shape() != shard.shape) {
-        return rejected(fmt::format("init: {}: the value has shape {}, the shard {}", shard.name,
-                                    value->empty() ? "none" : shape_str(value->shape()), shape_str(shard.shape)));
+    return guarded_rpc("parameter service init", [&]() -> grpc::Status {
+      std::vector<PsShard> shards;
+      std::vector<Tensor> values;
+      std::vector<std::vector<Tensor>> slots;
+      if (req->values_size() != req->shards_size()) {
+        return rejected(fmt::format("init: {} values for {} shards", req->values_size(), req->shards_size()));
       }
-      std::vector<Tensor> shard_slots;
-      if (shard.trainable && req->slots_size() == 0) {
-        for (size_t k = 0; k < num_slots_; ++k) {
-          shard_slots.emplace_back(shard.shape, optimizer_->slot_initial_value(k));
+      if (req->slots_size() != 0 && req->slots_size() != req->shards_size()) {
+        return rejected(fmt::format("init: slots for {} shards, expected {}", req->slots_size(), req->shards_size()));
+      }
+      for (int i = 0; i < req->shards_size(); ++i) {
+        const ps::Shard& s = req->shards(i);
+        PsShard shard{s.name(), s.row_begin(), s.row_end(), Shape(s.shape().begin(), s.shape().end()), s.trainable()};
+        Result<Tensor> value = from_proto(req->values(i));
+        if (!value.ok()) return rejected(fmt::format("init: {}: {}", shard.name, value.error().message));
+        if (value->empty() || value->shape() != shard.shape) {
+          return rejected(fmt::format("init: {}: the value has shape {}, the shard {}", shard.name,
+                                      value->empty() ? "none" : shape_str(value->shape()), shape_str(shard.shape)));
         }
-      } else if (shard.trainable) {
-        Result<std::vector<Tensor>> given = decode_all(req->slots(i).tensors(), "slot");
-        if (!given.ok()) return rejected(fmt::format("init: {}: {}", shard.name, given.error().message));
-        if (given->size() != num_slots_) {
-          return rejected(fmt::format("init: {}: {} slots, the optimizer {} has {}", shard.name, given->size(),
-                                      optimizer_->name(), num_slots_));
-        }
-        for (const Tensor& t : *given) {
-          if (t.empty() || t.shape() != shard.shape) {
-            return rejected(fmt::format("init: {}: a slot does not have the shard's shape {}", shard.name,
-                                        shape_str(shard.shape)));
+        std::vector<Tensor> shard_slots;
+        if (shard.trainable && req->slots_size() == 0) {
+          for (size_t k = 0; k < num_slots_; ++k) {
+            shard_slots.emplace_back(shard.shape, optimizer_->slot_initial_value(k));
           }
+        } else if (shard.trainable) {
+          Result<std::vector<Tensor>> given = decode_all(req->slots(i).tensors(), "slot");
+          if (!given.ok()) return rejected(fmt::format("init: {}: {}", shard.name, given.error().message));
+          if (given->size() != num_slots_) {
+            return rejected(fmt::format("init: {}: {} slots, the optimizer {} has {}", shard.name, given->size(),
+                                        optimizer_->name(), num_slots_));
+          }
+          for (const Tensor& t : *given) {
+            if (t.empty() || t.shape() != shard.shape) {
+              return rejected(fmt::format("init: {}: a slot does not have the shard's shape {}", shard.name,
+                                          shape_str(shard.shape)));
+            }
+          }
+          shard_slots = std::move(*given);
         }
-        shard_slots = std::move(*given);
+        shards.push_back(std::move(shard));
+        values.push_back(std::move(*value));
+        slots.push_back(std::move(shard_slots));
       }
-      shards.push_back(std::move(shard));
-      values.push_back(std::move(*value));
-      slots.push_back(std::move(shard_slots));
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    shards_ = std::move(shards);
-    values_ = std::move(values);
-    slots_ = std::move(slots);
-    step_ = req->step();
-    pending_.clear();
-    initialized_ = true;
-    cv_.notify_all();
-    return grpc::Status::OK;
+      std::lock_guard<std::mutex> lock(mu_);
+      shards_ = std::move(shards);
+      values_ = std::move(values);
+      slots_ = std::move(slots);
+      step_ = req->step();
+      pending_.clear();
+      initialized_ = true;
+      cv_.notify_all();
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Pull(grpc::ServerContext*, const ps::PullRequest* req, ps::PullResponse* resp) override {
-    return read(*req, resp, false);
+    return guarded_rpc("parameter service pull", [&]() -> grpc::Status {
+      return read(*req, resp, false);
+    });
   }
 
   grpc::Status Snapshot(grpc::ServerContext*, const ps::PullRequest* req, ps::PullResponse* resp) override {
-    return read(*req, resp, true);
+    return guarded_rpc("parameter service snapshot", [&]() -> grpc::Status {
+      return read(*req, resp, true);
+    });
   }
 
   grpc::Status Push(grpc::ServerContext*, const ps::PushRequest* req, ps::Empty*) override {
-    std::string who = fmt::format("worker {}", req->worker());
-    Result<std::vector<Tensor>> grads = decode_all(req->grads(), "gradient");
-    if (!grads.ok()) return rejected(fmt::format("push from {}: {}", who, grads.error().message));
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!wait_initialized(lock, req->wait_ms())) return stopping_ ? shutting_down() : not_initialized();
-    if (req->worker() < 0 || req->worker() >= config_.num_workers) {
-      return rejected(fmt::format("push from {}: the ps expects workers 0 to {}", who, config_.num_workers - 1));
-    }
-    if (Status s = check_shards(*grads, "gradient", false); !s.ok()) {
-      return rejected(fmt::format("push from {} for global step {}: {}", who, req->step(), s.error().message));
-    }
-    if (!config_.sync) {
-      if (req->skip()) {
-        ++step_;
+    return guarded_rpc("parameter service push", [&]() -> grpc::Status {
+      std::string who = fmt::format("worker {}", req->worker());
+      Result<std::vector<Tensor>> grads = decode_all(req->grads(), "gradient");
+      if (!grads.ok()) return rejected(fmt::format("push from {}: {}", who, grads.error().message));
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!wait_initialized(lock, req->wait_ms())) return stopping_ ? shutting_down() : not_initialized();
+      if (req->worker() < 0 || req->worker() >= config_.num_workers) {
+        return rejected(fmt::format("push from {}: the ps expects workers 0 to {}", who, config_.num_workers - 1));
+      }
+      if (Status s = check_shards(*grads, "gradient", false); !s.ok()) {
+        return rejected(fmt::format("push from {} for global step {}: {}", who, req->step(), s.error().message));
+      }
+      if (!config_.sync) {
+        if (req->skip()) {
+          ++step_;
+          cv_.notify_all();
+          return grpc::Status::OK;
+        }
+        apply(*grads, req->lr());
         cv_.notify_all();
         return grpc::Status::OK;
       }
-      apply(*grads, req->lr());
-      cv_.notify_all();
+      if (req->step() < step_) {
+        return rejected(fmt::format("{} pushed a gradient for global step {}, which is already applied (the ps is at "
+                                    "step {})", who, req->step(), step_));
+      }
+      PendingStep& p = pending_[req->step()];
+      if (p.arrived.empty()) {
+        p.arrived.assign(static_cast<size_t>(config_.num_workers), false);
+        p.grads.resize(static_cast<size_t>(config_.num_workers));
+      }
+      auto w = static_cast<size_t>(req->worker());
+      if (p.arrived[w]) {
+        return rejected(fmt::format("{} pushed a second gradient for global step {}", who, req->step()));
+      }
+      p.arrived[w] = true;
+      p.grads[w] = std::move(*grads);
+      if (w == 0) p.lr = req->lr();
+      p.skip = p.skip || req->skip();
+      ++p.count;
+      apply_complete_steps();
       return grpc::Status::OK;
-    }
-    if (req->step() < step_) {
-      return rejected(fmt::format("{} pushed a gradient for global step {}, which is already applied (the ps is at "
-                                  "step {})", who, req->step(), step_));
-    }
-    PendingStep& p = pending_[req->step()];
-    if (p.arrived.empty()) {
-      p.arrived.assign(static_cast<size_t>(config_.num_workers), false);
-      p.grads.resize(static_cast<size_t>(config_.num_workers));
-    }
-    auto w = static_cast<size_t>(req->worker());
-    if (p.arrived[w]) return rejected(fmt::format("{} pushed a second gradient for global step {}", who, req->step()));
-    p.arrived[w] = true;
-    p.grads[w] = std::move(*grads);
-    if (w == 0) p.lr = req->lr();
-    p.skip = p.skip || req->skip();
-    ++p.count;
-    apply_complete_steps();
-    return grpc::Status::OK;
+    });
   }
 
   grpc::Status PushValues(grpc::ServerContext*, const ps::PushValuesRequest* req, ps::Empty*) override {
-    Result<std::vector<Tensor>> values = decode_all(req->values(), "value");
-    if (!values.ok()) return rejected(fmt::format("push_values: {}", values.error().message));
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!wait_initialized(lock, req->wait_ms())) return stopping_ ? shutting_down() : not_initialized();
-    size_t frozen = 0;
-    for (const PsShard& s : shards_) frozen += s.trainable ? 0 : 1;
-    if (values->size() == frozen && frozen != shards_.size()) {  // only the non-trainable shards, in order
-      std::vector<Tensor> all(shards_.size());
-      for (size_t i = 0, k = 0; i < shards_.size(); ++i) {
-        if (!shards_[i].trainable) all[i] = (*values)[k++];
+    return guarded_rpc("parameter service push_values", [&]() -> grpc::Status {
+      Result<std::vector<Tensor>> values = decode_all(req->values(), "value");
+      if (!values.ok()) return rejected(fmt::format("push_values: {}", values.error().message));
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!wait_initialized(lock, req->wait_ms())) return stopping_ ? shutting_down() : not_initialized();
+      size_t frozen = 0;
+      for (const PsShard& s : shards_) frozen += s.trainable ? 0 : 1;
+      if (values->size() == frozen && frozen != shards_.size()) {  // only the non-trainable shards, in order
+        std::vector<Tensor> all(shards_.size());
+        for (size_t i = 0, k = 0; i < shards_.size(); ++i) {
+          if (!shards_[i].trainable) all[i] = (*values)[k++];
+        }
+        *values = std::move(all);
       }
-      *values = std::move(all);
-    }
-    if (Status s = check_shards(*values, "value", true); !s.ok()) {
-      return rejected(fmt::format("push_values: {}", s.error().message));
-    }
-    for (size_t i = 0; i < shards_.size(); ++i) {
-      if (!shards_[i].trainable) values_[i] = std::move((*values)[i]);
-    }
-    return grpc::Status::OK;
+      if (Status s = check_shards(*values, "value", true); !s.ok()) {
+        return rejected(fmt::format("push_values: {}", s.error().message));
+      }
+      for (size_t i = 0; i < shards_.size(); ++i) {
+        if (!shards_[i].trainable) values_[i] = std::move((*values)[i]);
+      }
+      return grpc::Status::OK;
+    });
   }
 
   grpc::Status Shutdown(grpc::ServerContext*, const ps::Empty*, ps::Empty*) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    shutdown_requested_ = true;
-    cv_.notify_all();
-    return grpc::Status::OK;
+    return guarded_rpc("parameter service shutdown", [&]() -> grpc::Status {
+      std::lock_guard<std::mutex> lock(mu_);
+      shutdown_requested_ = true;
+      cv_.notify_all();
+      return grpc::Status::OK;
+    });
   }
 
  private:

@@ -28,7 +28,11 @@ class ReplicaPool {
   // Thread-compatible: one run() at a time. When fn throws on any replica,
   // run() waits for every replica, then throws ErrorException with the first
   // failure (engine/thread_errors.hpp): nothing reaches std::terminate.
-  void run(const std::function<void(int)>& fn);
+  // on_failure (optional) runs on the failing replica's thread right after
+  // its failure is recorded: it must release the other replicas from
+  // whatever they wait on for it (an all-reduce, a batch-norm sum), which
+  // then fail too (their errors are not the one reported).
+  void run(const std::function<void(int)>& fn, const std::function<void()>& on_failure = {});
 
  private:
   void worker(int r, int omp_threads);
@@ -37,6 +41,7 @@ class ReplicaPool {
   std::mutex mu_;
   std::condition_variable start_cv_, done_cv_;
   const std::function<void(int)>* job_ = nullptr;  // GUARDED_BY(mu_)
+  const std::function<void()>* on_failure_ = nullptr;  // GUARDED_BY(mu_)
   uint64_t generation_ = 0;                        // GUARDED_BY(mu_)
   int pending_ = 0;                                // GUARDED_BY(mu_)
   bool stop_ = false;                              // GUARDED_BY(mu_)

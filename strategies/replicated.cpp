@@ -53,9 +53,11 @@ std::vector<StepOutput> ReplicatedStrategy::on_shards(int64_t rows,
     if (program_.profiler) program_.profiler->name_thread(fmt::format("replica {}", r));
     const auto [begin, end] = shards[static_cast<size_t>(r)];
     outs[static_cast<size_t>(r)] = fn(r, begin, end);
-  });
+  }, [this] { abandon_step(); });
   return outs;
 }
+
+void ReplicatedStrategy::abandon_step() { group_sum_->abandon(); }
 
 StepOutput ReplicatedStrategy::sum_outputs(const std::vector<StepOutput>& outs) {
   StepOutput total;

@@ -33,6 +33,9 @@ class ReplicatedStrategy : public Strategy {
   // Runs fn(r, begin, end) on replica r's thread for its shard [begin, end)
   // of a batch of `rows`, and returns the per-replica outputs in order.
   std::vector<StepOutput> on_shards(int64_t rows, const std::function<StepOutput(int, int64_t, int64_t)>& fn);
+  // When a replica fails mid-step: releases the others from what they wait
+  // on for it (synchronised batch norm's sums; mirrored adds its all-reduce).
+  virtual void abandon_step();
   static StepOutput sum_outputs(const std::vector<StepOutput>& outs);
   // One shared copy (towers semantics): every replica's trainable variables
   // are views of `values`; non-trainable ones (batch_norm's moving

@@ -270,3 +270,17 @@ def test_a_job_that_lists_its_own_cluster_is_refused(command, tmp_path):
     how = "--remote-cluster" if command[0] == "train" else "dtrain launch"
     assert (f"{job}: cluster: the job lists cluster addresses, which take precedence over the TF_CONFIG that {how} "
             f"gives each task" in out.stderr), out.stderr
+
+
+def test_a_throw_on_the_clients_reader_thread_ends_the_run_with_its_place(servers, tmp_path):
+    """The client reads each remote task's output on a thread of its own: a
+    throw there (DTRAIN_TEST_THROW, engine/thread_errors.hpp) is a located
+    line and the cluster code, not std::terminate."""
+    s = servers(1)
+    job = mlp_collective_job(tmp_path, 16, max_steps=5)
+    out = run_dtrain("train", job, "--remote-cluster", s.address(0), "--no-eval", "--model-dir", tmp_path / "run",
+                     env=clean_env(DTRAIN_TEST_THROW="remote task reader:std"), timeout=120)
+    assert out.returncode == 4, out.stderr[-3000:]
+    assert "terminate called" not in out.stderr
+    assert (f"dtrain: reading worker 0's output from {s.address(0)}: injected at remote task reader "
+            "(DTRAIN_TEST_THROW)") in out.stderr, out.stderr[-3000:]

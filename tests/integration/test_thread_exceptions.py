@@ -69,3 +69,43 @@ def test_a_throw_on_a_record_reading_thread_ends_the_run_with_its_place(tmp_path
     assert out.stderr.splitlines()[-1].endswith(
         "input pipeline: reading records: injected at read_ahead (DTRAIN_TEST_THROW)"), out.stderr[-2000:]
     assert not list(model_dir.glob("model.ckpt-*"))
+
+
+@pytest.mark.parametrize("job,args", [
+    (MLP, MIRRORED),  # replica 0 waits for replica 1's buckets in the all-reduce
+    # replica 0 waits for replica 1 in batch_norm's sum over the replicas (forward)
+    (SOURCE_ROOT / "sample_configs/resnet20_synthetic.yaml",
+     ["--set", "strategy.type=towers", "--set", "strategy.devices=[cpu:0,cpu:1]"]),
+])
+def test_a_throw_on_one_replica_releases_the_others_and_ends_the_run(job, args, tmp_path):
+    """Only replica 1 fails (DTRAIN_TEST_THROW=replica1): the replicas that
+    wait for it in the step are released, and the run ends with replica 1's
+    error, not a hang and not a secondary error."""
+    out = run_dtrain("train", job, "--model-dir", tmp_path / "run", "--no-eval", "--log-format", "plain",
+                     "--set", "run.max_steps=3", *args, env=clean_env(DTRAIN_TEST_THROW="replica1:std"), timeout=120)
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert "terminate called" not in out.stderr
+    assert out.stderr.splitlines()[-1] == "dtrain: replica 1: injected at replica1 (DTRAIN_TEST_THROW)", \
+        out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("boundary,ps", [
+    ("coordination service register", 0),  # a gRPC handler of the chief's coordination service
+    ("coordination heartbeat", 0),  # every task's heartbeat thread
+    ("coordination service monitor", 0),  # the service's monitor thread
+    ("parameter service push", 1),  # a gRPC handler of a ps task
+])
+def test_a_throw_in_the_cluster_runtime_ends_the_cluster_with_its_place(boundary, ps, tmp_path):
+    """A throw in a gRPC handler or a cluster thread reaches the tasks as a
+    located error (not gRPC's "Unexpected error in RPC handling", not
+    std::terminate) and every task exits with the cluster code."""
+    args = ["--set", "strategy.type=parameter_server", "--set", "strategy.mode=sync"] if ps else \
+        ["--set", "strategy.type=collective"]
+    out = run_dtrain("launch", "--workers", 2, "--ps", ps, MLP, "--model-dir", tmp_path / "run", "--no-eval",
+                     "--log-format", "plain", "--set", "run.max_steps=100000", "--set", "cluster.timeout_secs=5",
+                     *args, env=clean_env(DTRAIN_TEST_THROW=f"{boundary}:std", OMP_NUM_THREADS="1"), timeout=300)
+    assert out.returncode == 4, out.stderr[-3000:]
+    assert "terminate called" not in out.stderr and "Unexpected error in RPC handling" not in out.stderr
+    assert f"{boundary}: injected at {boundary} (DTRAIN_TEST_THROW)" in out.stderr, out.stderr[-3000:]
+    for ckpt in (tmp_path / "run").glob("model.ckpt-*"):  # a fast machine may save one: whole
+        assert load_file(str(ckpt))
