@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "engine/threads.hpp"
+#include "estimator/stop_signals.hpp"
 
 extern char** environ;
 
@@ -131,8 +132,9 @@ extern "C" void on_watcher_stop_signal(int sig) {
 }  // namespace
 
 StopSignals::StopSignals() {
-  g_last_signal.store(0);
-  g_signal_count.store(0);
+  // A signal that came before (main catches them from its first line) counts.
+  g_last_signal.store(received_stop_signal());
+  g_signal_count.store(received_stop_signals());
   struct sigaction sa {};
   sa.sa_handler = on_watcher_stop_signal;
   sigemptyset(&sa.sa_mask);

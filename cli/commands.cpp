@@ -21,6 +21,7 @@
 #include "engine/threads.hpp"
 #include "engine/version.hpp"
 #include "estimator/estimator.hpp"
+#include "estimator/stop_signals.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/ps_service.hpp"
 #include "strategies/program.hpp"
@@ -28,20 +29,6 @@
 
 namespace dtrain::cli {
 namespace {
-
-// A stop signal can reach a training task after it has already stopped: dtrain
-// launch and --remote-cluster pass one to every task, and a task may have
-// stopped first on a peer's word. While the task finishes (its checkpoint is
-// saved, it leaves the cluster), one such late signal is ignored; a second
-// ends the process at once. Training itself handles signals in the Estimator,
-// which puts this handler back when it returns.
-std::atomic<int> g_late_signals{0};
-extern "C" void on_late_signal(int sig) {
-  if (g_late_signals.fetch_add(1) >= 1) {
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-  }
-}
 
 int fail(const Error& e) {
   std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
@@ -225,7 +212,10 @@ int run_train(const Args& a) {
     cluster = std::move(*joined);
     options.cluster = cluster.get();
   }
-  if (cluster && cluster->is_ps()) return run_ps_task(*job, *cluster, threads_arg(a));
+  if (cluster && cluster->is_ps()) {
+    default_stop_signal_actions();  // a ps task serves until the chief stops it, or a signal ends it
+    return run_ps_task(*job, *cluster, threads_arg(a));
+  }
   auto est = Estimator::create(*job, options);
   // A training task's failure stops the cluster at once, naming it; the
   // evaluator's does not (TensorFlow's: training goes on without it).
@@ -234,12 +224,16 @@ int run_train(const Args& a) {
     if (cluster && training_task) cluster->client().report_error(est.error().message);
     return fail(est.error());
   }
-  if (training_task) {
-    std::signal(SIGINT, on_late_signal);
-    std::signal(SIGTERM, on_late_signal);
-    std::signal(SIGUSR1, on_late_signal);
-  }
+  // The evaluator follows model_dir until the chief's last step: a stop
+  // signal ends it with the default action, as before it started.
+  if (!training_task) default_stop_signal_actions();
   Status s = training_task ? (*est)->train(!a.no_eval) : (*est)->evaluate_continuously();
+  // A stop signal can reach a training task after it has already stopped:
+  // dtrain launch and --remote-cluster pass one to every task, and a task may
+  // have stopped first on a peer's word. While the task finishes (its
+  // checkpoint is saved, it leaves the cluster), one such late signal is
+  // ignored; a second ends the process at once.
+  if (training_task) after_training_stop_signals();
   if (!s) {
     // Stopped by a signal is not a failure: every task stopped at the same step.
     if (cluster && training_task && s.error().kind != ErrorKind::kStopped) {

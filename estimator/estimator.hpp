@@ -166,6 +166,11 @@ class Estimator {
   Result<std::string> restore_for_inference(const std::optional<std::string>& checkpoint);
   // input_state: Input::state() ("" for inputs that the position restores).
   Status save(int64_t input_position, const std::string& input_state = "");
+  // A stop signal received before training's first step (while the job
+  // loaded, the data was read, the cluster formed; stop_signals.hpp): every
+  // task agrees, as after a step, the chief requeues a Slurm job on SIGUSR1,
+  // and train() returns this kStopped error. Ok when none came.
+  Status stop_before_first_step(bool multi_worker, bool chief);
   // run.warm_start (a run with no checkpoint of its own): restores the
   // warm-started state through the strategy and logs what was copied and
   // every variable left to its initializer.

@@ -20,6 +20,7 @@
 #include "estimator/estimator.hpp"
 #include "estimator/model_outputs.hpp"
 #include "estimator/profile_report.hpp"
+#include "estimator/stop_signals.hpp"
 #include "estimator/warm_start.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/replica_step.hpp"
@@ -29,9 +30,6 @@ namespace dtrain {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
 
 // "SIGTERM" for a stop signal's number (as the log says it).
 std::string signal_name(int sig) {
@@ -73,6 +71,38 @@ Status Estimator::warm_start() {
                           fmt::join(ws->fresh_slots, ", ")));
   }
   return Status::Ok();
+}
+
+Status Estimator::stop_before_first_step(bool multi_worker, bool chief) {
+  const int local_sig = received_stop_signal();
+  if (!(multi_worker ? strategy_->any_worker(local_sig != 0) : local_sig != 0)) return Status::Ok();
+  const int own = local_sig ? local_sig : received_stop_signal();
+  const bool usr1 = own == SIGUSR1;
+  stopped_by_requeue_signal_ = multi_worker ? strategy_->any_worker(usr1) : usr1;
+  log_.end_progress();
+  if (chief && stopped_by_requeue_signal_ && options_.on_requeue_signal) {
+    auto [message, warning] = options_.on_requeue_signal(
+        last_checkpoint_.empty() ? std::string("the start (no checkpoint yet)") : last_checkpoint_);
+    if (warning) {
+      log_.warning(message);
+    } else if (!message.empty()) {
+      log_.info(message);
+    }
+  }
+  if (multi_worker) strategy_->any_worker(false);  // the others leave once the chief is done, as after a step
+  const std::string from =
+      last_checkpoint_.empty() ? std::string("nothing was trained or written")
+                               : fmt::format("nothing was trained; {} is unchanged", last_checkpoint_);
+  if (own == 0) {
+    return Error{ErrorKind::kStopped,
+                 fmt::format("stopped before training started (step {}) because another task of the cluster "
+                             "received a stop signal; {}; run the same command to continue",
+                             global_step_, from)};
+  }
+  return Error{ErrorKind::kStopped,
+               fmt::format("stopped by {} before training started (step {}; the signal came while the job "
+                           "started up); {}; run the same command to continue",
+                           signal_name(own), global_step_, from)};
 }
 
 Status Estimator::train(bool evaluate_during) {
@@ -225,21 +255,11 @@ Status Estimator::train(bool evaluate_during) {
                                           in_cluster ? "the cluster has no evaluator task" : "--no-eval"));
   }
 
-  g_stop_signal.store(0);
+  // Stop signals are caught from the start of the process (stop_signals.hpp,
+  // SIGUSR1 too: batch schedulers' warning before the end of a job, Slurm's
+  // --signal=USR1@90); one received before this point stops training before
+  // its first step, below.
   stopped_by_requeue_signal_ = false;
-  // SIGUSR1 too: batch schedulers' warning before the end of a job
-  // (Slurm's --signal=USR1@90).
-  auto old_int = std::signal(SIGINT, on_stop_signal);
-  auto old_term = std::signal(SIGTERM, on_stop_signal);
-  auto old_usr1 = std::signal(SIGUSR1, on_stop_signal);
-  struct RestoreSignals {
-    decltype(old_int) i, t, u;
-    ~RestoreSignals() {
-      std::signal(SIGINT, i);
-      std::signal(SIGTERM, t);
-      std::signal(SIGUSR1, u);
-    }
-  } restore_signals{old_int, old_term, old_usr1};
 
   const auto start = Clock::now();
   auto window_start = Clock::now(), last_save = Clock::now();
@@ -263,6 +283,10 @@ Status Estimator::train(bool evaluate_during) {
                                job_.data.eval && options_.cluster->resolved().cluster.count("evaluator") > 0;
   auto last_poll = Clock::now();
   std::string early_stop_reason;  // set when training stops early
+
+  // A stop signal that came while the job loaded, the data was read or the
+  // cluster formed: every task agrees, as after a step, and none trains.
+  if (Status s = stop_before_first_step(multi_worker, chief); !s) return s;
 
   while (global_step_ < run.max_steps) {
     const int64_t this_step = global_step_;
@@ -358,7 +382,7 @@ Status Estimator::train(bool evaluate_during) {
     }
 
     hooks_scope.reset();
-    const int local_sig = g_stop_signal.load();
+    const int local_sig = received_stop_signal();
     bool local_early = false;  // the chief saw the evaluator's early-stopping decision
     if (poll_early_stop && seconds_since(last_poll) >= 0.5) {
       last_poll = Clock::now();
@@ -377,13 +401,13 @@ Status Estimator::train(bool evaluate_during) {
       const bool any_sig = multi_worker ? strategy_->any_worker(local_sig != 0) : local_sig != 0;
       // A task whose own signal arrived during the agreement reports it as its
       // own (Slurm signals a step's tasks one after another).
-      const int own = local_sig ? local_sig : g_stop_signal.load();
+      const int own = local_sig ? local_sig : received_stop_signal();
       if (any_sig) stop_sig = own ? own : -1;
     }
     sync_scope.reset();
     if (stop_sig != 0) {
       // Every task stops at this step: agree whether any was sent SIGUSR1.
-      const bool usr1 = g_stop_signal.load() == SIGUSR1;
+      const bool usr1 = received_stop_signal() == SIGUSR1;
       stopped_by_requeue_signal_ = multi_worker ? strategy_->any_worker(usr1) : usr1;
     }
     bool save_now = last || stop_sig != 0 || early_stop;

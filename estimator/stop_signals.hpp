@@ -1,0 +1,33 @@
+// The stop signals (SIGINT, SIGTERM, SIGUSR1: Ctrl-C, a scheduler's stop, a
+// batch scheduler's warning such as Slurm's --signal=USR1@90), caught from
+// the first line of main to the end of the process, so that none is lost
+// while the job loads, the data is read or the cluster forms: training acts
+// on the first one as soon as it can (before its first step, or after the
+// step in progress); commands that do not stop gracefully get the default
+// action back, at once if a signal already came.
+#pragma once
+
+namespace dtrain {
+
+// Installs the handler for SIGINT, SIGTERM and SIGUSR1 (call first thing in
+// main). It records the first signal and counts them; nothing else until
+// after_training_stop_signals(). An ignored SIGINT (a background job of a
+// non-interactive shell) is caught too: a stop signal always stops training.
+void install_stop_signal_handlers();
+
+// The first stop signal received since install (0: none).
+int received_stop_signal();
+// How many stop signals were received since install.
+int received_stop_signals();
+
+// After training returned: a task may still get the signal its launcher
+// passes on to every task (it stopped first on a peer's word): the next one
+// is ignored, and one after it ends the process at once (default action).
+void after_training_stop_signals();
+
+// For commands and roles that do not stop gracefully (evaluate, predict,
+// export, data, a ps or evaluator task): the default actions again; a signal
+// already received is raised again now, with its default action.
+void default_stop_signal_actions();
+
+}  // namespace dtrain
