@@ -14,6 +14,7 @@
 #include "engine/thread_errors.hpp"
 #include "engine/version.hpp"
 #include "estimator/stop_signals.hpp"
+#include "strategies/grpc_log.hpp"
 
 // Before anything slow, before main and this executable's own static
 // initialisers (the embedded schema, generated protobuf descriptors): a stop
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   // these threads (large tensors are mapped pages of their own anyway);
   // MALLOC_ARENA_MAX in the environment still decides where it is set.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 4);
+  dtrain::route_grpc_logs();  // dtrain's errors say what failed; gRPC's own lines only with GRPC_VERBOSITY
   if (dtrain::Status isa = dtrain::check_cpu_isa_cap(); !isa) {
     std::fprintf(stderr, "dtrain: %s\n", isa.error().message.c_str());
     return static_cast<int>(dtrain::ExitCode::kUsage);
