@@ -68,7 +68,20 @@ Result<Child> spawn_child(const std::vector<std::string>& argv, const std::vecto
   for (const std::string& s : full_env) cenv.push_back(const_cast<char*>(s.c_str()));
   cenv.push_back(nullptr);
   Child child;
-  const int rc = posix_spawn(&child.pid, argv[0].c_str(), &actions, nullptr, cargv.data(), cenv.data());
+  // The child starts with no signal blocked and the stop signals at their
+  // default action, whatever this thread has (dtrain blocks them in every
+  // thread but one: estimator/stop_signals.hpp).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, stops;
+  sigemptyset(&none);
+  sigemptyset(&stops);
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&stops, sig);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &stops);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  const int rc = posix_spawn(&child.pid, argv[0].c_str(), &actions, &attr, cargv.data(), cenv.data());
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);

@@ -36,19 +36,19 @@ def train_and_signal(model_dir, sig, delay):
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: s.name)
 def test_a_stop_signal_at_any_moment_of_start_up_has_the_documented_outcome(sig, tmp_path):
-    """Within the start-up window only (training starts 60-100 ms after the
-    process here): a stop in the first training steps corrupts the heap now
-    and then (issue 25, open: up to 20% of such stops under load), so the
-    200 and 1000 ms cases wait for that fix; test_resume.py covers a stop
-    during training."""
+    """Training starts 60-100 ms after the process here, so 0-50 ms fall in
+    start-up and 200 and 1000 ms in the first steps (where a signal that
+    interrupted a thread in oneDNN's kernels used to corrupt the heap: the
+    signals now go to a thread of their own)."""
     outcomes = {}
-    for delay_ms in (0, 10, 20):
+    for delay_ms in (0, 10, 50, 200, 1000):
         model_dir = tmp_path / f"run-{delay_ms}"
         code, err = train_and_signal(model_dir, sig, delay_ms / 1000)
         last = err.strip().splitlines()[-1] if err.strip() else ""
         ckpts = sorted(model_dir.glob("model.ckpt-*.safetensors"))
         if code == -sig:
             # Before dtrain's code ran: the default action, nothing written.
+            assert delay_ms <= 50, (delay_ms, err[-2000:])
             assert not ckpts
             outcomes[delay_ms] = "default action"
         elif "before training started" in last:
@@ -61,10 +61,13 @@ def test_a_stop_signal_at_any_moment_of_start_up_has_the_documented_outcome(sig,
             # It came after training had started: the step in progress ends, the chief saves.
             assert code == 75, (delay_ms, err[-2000:])
             assert last.startswith(f"dtrain: stopped by {sig.name} at step "), (delay_ms, last)
-            assert len(ckpts) == 1 and load_file(str(ckpts[0]))
+            step = int(last.split(" at step ")[1].split(";")[0])
+            saved = model_dir / f"model.ckpt-{step}.safetensors"
+            assert saved in ckpts and load_file(str(saved))
             outcomes[delay_ms] = "stopped after a step"
         assert "training finished" not in err, (delay_ms, err[-2000:])
-    assert set(outcomes.values()) <= {"default action", "stopped before the first step"}, outcomes
+    # From 200 ms on dtrain's handler is in place on any machine.
+    assert outcomes[200] != "default action" and outcomes[1000] != "default action", outcomes
 
 
 def test_a_signal_to_one_task_while_the_cluster_forms_stops_every_task_before_the_first_step(tmp_path):
