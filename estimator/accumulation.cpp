@@ -5,16 +5,24 @@
 
 #include <fmt/format.h>
 
+#include <string>
+
 namespace dtrain {
 
 namespace {
 
-// The first synchronised batch_norm of the model, or null.
-const LayerSpec* sync_batch_norm(const JobSpec& job) {
+// A kConfig error when the model has a synchronised batch_norm, which micro-
+// batches cannot take: `setting` names what splits the shard ("run.
+// accumulation_steps 2"), `remedy` how to leave it out.
+Status refuse_sync_batch_norm(const JobSpec& job, const std::string& setting, const std::string& remedy) {
   for (const LayerSpec& layer : job.model.layers) {
-    if (layer.type == "batch_norm" && layer.sync) return &layer;
+    if (layer.type != "batch_norm" || !layer.sync) continue;
+    return config_error(fmt::format(
+        "{}: batch_norm sync: true cannot be combined with {} (its statistics would be summed over the replicas "
+        "once per micro-batch); use sync: false or {}",
+        layer.where.empty() ? job.source_path : layer.where, setting, remedy));
   }
-  return nullptr;
+  return Status::Ok();
 }
 
 bool has_batch_norm(const JobSpec& job) {
@@ -34,13 +42,7 @@ Status check_micro_batch_rows(const JobSpec& job, int64_t rows) {
         "the gradients)",
         job.source_path, rows, job.run.accumulation_steps));
   }
-  if (const LayerSpec* layer = sync_batch_norm(job)) {
-    return config_error(fmt::format(
-        "{}: batch_norm sync: true cannot be combined with run.micro_batch_rows {} (its statistics would be "
-        "summed over the replicas once per micro-batch); use sync: false or leave micro_batch_rows unset",
-        layer->where.empty() ? job.source_path : layer->where, rows));
-  }
-  return Status::Ok();
+  return refuse_sync_batch_norm(job, fmt::format("run.micro_batch_rows {}", rows), "leave micro_batch_rows unset");
 }
 
 std::vector<std::string> describe_micro_batch_rows(const JobSpec& job, int64_t batch, int replicas, int workers) {
@@ -95,13 +97,7 @@ Status check_accumulation(const JobSpec& job, int64_t batch, int replicas) {
         where, per_replica ? "batch_size_per_replica" : "batch_size", batch, k, replicas, k, replicas, k * replicas,
         below > 0 ? fmt::format("{} or ", below) : "", above));
   }
-  if (const LayerSpec* layer = sync_batch_norm(job)) {
-    return config_error(fmt::format(
-        "{}: batch_norm sync: true cannot be combined with run.accumulation_steps {} (its statistics would "
-        "be summed over the replicas once per micro-batch); use sync: false or accumulation_steps: 1",
-        layer->where.empty() ? job.source_path : layer->where, k));
-  }
-  return Status::Ok();
+  return refuse_sync_batch_norm(job, fmt::format("run.accumulation_steps {}", k), "accumulation_steps: 1");
 }
 
 std::vector<std::string> describe_accumulation(const JobSpec& job, int64_t batch, int replicas, int workers) {
