@@ -70,13 +70,14 @@ Result<Child> spawn_child(const std::vector<std::string>& argv, const std::vecto
   Child child;
   // The child starts with no signal blocked and the stop signals at their
   // default action, whatever this thread has (dtrain blocks them in every
-  // thread but one: estimator/stop_signals.hpp).
+  // thread but one: estimator/stop_signals.hpp), and SIGPIPE, which dtrain
+  // ignores (cli/main.cpp) and exec would pass on ignored, at its default.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none, stops;
   sigemptyset(&none);
   sigemptyset(&stops);
-  for (int sig : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&stops, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGUSR1, SIGPIPE}) sigaddset(&stops, sig);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &stops);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);

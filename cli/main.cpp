@@ -3,6 +3,7 @@
 // 2 usage or job-file error, 3 data error, 4 cluster error.
 #include <malloc.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -21,7 +22,13 @@
 // signal during start-up is remembered, not lost and not the default action
 // (estimator/stop_signals.hpp). Only the shared libraries' loading comes
 // first (about 30 ms).
-__attribute__((constructor(101))) static void catch_stop_signals_early() { dtrain::install_stop_signal_handlers(); }
+__attribute__((constructor(101))) static void catch_stop_signals_early() {
+  dtrain::install_stop_signal_handlers();
+  // A write to a connection whose peer died (a killed worker's Gloo socket)
+  // fails with EPIPE and becomes dtrain's cluster error naming the task; left
+  // at its default, SIGPIPE ended the surviving task silently (exit -13).
+  std::signal(SIGPIPE, SIG_IGN);
+}
 
 int main(int argc, char** argv) {
   // glibc reserves 64 MiB of address space for each malloc arena, up to 8 per

@@ -102,3 +102,26 @@ def test_commands_that_do_not_stop_gracefully_keep_the_default_action(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGINT
+
+
+def test_a_training_process_ignores_sigpipe_so_a_dead_peer_is_an_error_not_a_silent_death(tmp_path):
+    """A write to the socket of a killed worker raised SIGPIPE in the
+    surviving task, whose default action ended it silently (exit -13, seen
+    once in CI in test_collective's kill -9 test); ignored, the write fails
+    with EPIPE and becomes the cluster error that names the dead task."""
+    proc = subprocess.Popen([dtrain_bin(), "train", str(MLP), "--model-dir", str(tmp_path / "run"), "--no-eval",
+                             "--log-format", "plain", "--set", "run.max_steps=1000000"],
+                            cwd=SOURCE_ROOT, env=clean_env(), stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)
+        status = dict(line.split(":\t", 1) for line in
+                      open(f"/proc/{proc.pid}/status").read().splitlines() if ":\t" in line)
+        ignored = int(status["SigIgn"].strip(), 16)
+        assert ignored & (1 << (signal.SIGPIPE - 1)), status["SigIgn"]
+        # The stop signals are caught, not ignored.
+        for sig in SIGNALS:
+            assert not ignored & (1 << (sig - 1)), (sig, status["SigIgn"])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 75, err[-2000:]
