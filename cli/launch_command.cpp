@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/child_process.hpp"
@@ -66,6 +69,21 @@ std::string share_threads(const LaunchArgs& a, const JobSpec& job, std::vector<T
   if (compute.size() < tasks.size()) line += "; ps and evaluator tasks 1 thread each, not pinned";
   if (!choice.note.empty()) line += "; " + choice.note;
   return line;
+}
+
+// How long the other tasks have to end by themselves after one failed (the
+// coordination service tells them at once) before launch stops them; then
+// how long SIGTERM has before SIGKILL.
+constexpr std::chrono::seconds kStopGrace{10};
+constexpr std::chrono::seconds kKillGrace{5};
+
+// "exited with code 2", or "was killed by SIGKILL" (try_reap gives 128 + signal).
+std::string describe_exit(int code) {
+  if (code > 128 && code < 128 + 65) {
+    const char* abbrev = sigabbrev_np(code - 128);
+    return fmt::format("was killed by {}", abbrev != nullptr ? "SIG" + std::string(abbrev) : std::to_string(code - 128));
+  }
+  return fmt::format("exited with code {}", code);
 }
 
 // Prints a task's output line with its "[type index] " prefix.
@@ -136,6 +154,16 @@ int run_launch(const LaunchArgs& a) {
   }
 
   int first_failure = 0, forwarded = 0;
+  // The tasks whose failure ends the training (as the coordination service
+  // monitors them): not the evaluator, nor in async parameter_server mode a
+  // worker other than the first (training goes on without it).
+  const bool workers_may_die = job->strategy.type == "parameter_server" && job->strategy.mode == "async";
+  auto stops_cluster = [&](const Task& t) {
+    if (t.type == "evaluator") return false;
+    return !(workers_may_die && t.type == "worker" && (a.chief || t.index > 0));
+  };
+  // After a task failed: when the rest get SIGTERM, then SIGKILL, if still running.
+  std::optional<std::chrono::steady_clock::time_point> term_at, kill_at;
   for (;;) {
     if (const int sig = signals.last(); sig != 0 && sig != forwarded) {
       for (Task& t : tasks) {
@@ -177,13 +205,33 @@ int run_launch(const LaunchArgs& a) {
       if (auto code = try_reap(t.child.pid)) {
         t.exit_code = *code;
         if (t.exit_code != 0) {
-          std::fprintf(stderr, "dtrain launch: %s %d (%s) exited with code %d\n", t.type.c_str(), t.index,
-                       t.address.c_str(), t.exit_code);
-          if (first_failure == 0) first_failure = t.exit_code;
+          std::fprintf(stderr, "dtrain launch: %s %d (%s) %s\n", t.type.c_str(), t.index, t.address.c_str(),
+                       describe_exit(t.exit_code).c_str());
+          // A task killed by a signal (not one launch forwarded) died: a cluster error.
+          const bool died = t.exit_code > 128 && forwarded == 0;
+          if (first_failure == 0) first_failure = died ? static_cast<int>(ExitCode::kCluster) : t.exit_code;
+          // A stop (75) ends every task by itself; any other failure should too,
+          // told by the coordination service, but a task that never joined
+          // the cluster leaves the others waiting for it: launch stops them.
+          if (t.exit_code != static_cast<int>(ExitCode::kStopped) && stops_cluster(t) && !term_at) term_at = std::chrono::steady_clock::now() + kStopGrace;
         }
       } else {
         running = true;
       }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (running && term_at && now >= *term_at && !kill_at) {
+      std::fprintf(stderr, "dtrain launch: the other tasks did not end within %lld s of the failure; stopping them\n",
+                   static_cast<long long>(kStopGrace.count()));
+      for (Task& t : tasks) {
+        if (t.exit_code < 0) ::kill(t.child.pid, SIGTERM);
+      }
+      kill_at = now + kKillGrace;
+    } else if (running && kill_at && now >= *kill_at) {
+      for (Task& t : tasks) {
+        if (t.exit_code < 0) ::kill(t.child.pid, SIGKILL);
+      }
+      kill_at = now + std::chrono::hours(1);
     }
     const bool open_pipes = std::any_of(tasks.begin(), tasks.end(), [](const Task& t) {
       return t.child.out_fd >= 0 || t.child.err_fd >= 0;

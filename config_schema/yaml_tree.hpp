@@ -16,6 +16,7 @@
 namespace dtrain {
 
 struct Node {
+  struct Entry;  // a mapping's (key, value), defined below: Node is complete there
   enum class Kind { kScalar, kSequence, kMapping };
 
   Kind kind = Kind::kScalar;
@@ -24,7 +25,7 @@ struct Node {
   bool flagged = false;  // a problem was already reported here; validation skips it
   Location loc;
   std::vector<Node> items;                      // kSequence
-  std::vector<std::pair<Node, Node>> entries;   // kMapping: (key scalar, value), in file order
+  std::vector<Entry> entries;                   // kMapping: (key scalar, value), in file order
 
   static Node scalar(std::string text, Location loc, bool quoted = false);
   static Node sequence(Location loc);
@@ -38,6 +39,15 @@ struct Node {
   Node* find(std::string_view key);
   // The key node of that entry, or nullptr.
   const Node* find_key(std::string_view key) const;
+};
+
+// Read as a pair (`for (auto& [key, value] : node.entries)`); a vector of
+// std::pair<Node, Node> inside Node itself needs Node complete, which GCC
+// does not check and clang does.
+struct Node::Entry {
+  Node first;   // the key, a scalar
+  Node second;  // the value
+  Entry(Node key, Node value) : first(std::move(key)), second(std::move(value)) {}
 };
 
 // What a node holds under YAML 1.2's core schema: plain scalars "", "~" and

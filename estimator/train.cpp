@@ -342,6 +342,7 @@ Status Estimator::train(bool evaluate_during) {
     }
     const int64_t prev_step = global_step_;
     global_step_ = strategy_->global_step_after(global_step_);
+    if (options_.cluster != nullptr) options_.cluster->client().set_steps_done(global_step_);  // named if it dies
     // Steps advance by one, except under asynchronous parameter servers,
     // where every worker's update counts: act when a multiple is crossed.
     auto crossed = [&](int64_t n) { return prev_step / n != global_step_ / n; };

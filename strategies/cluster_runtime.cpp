@@ -79,13 +79,15 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
   rt->client_ = std::move(*client);
   if (rt->service_) {
     // The service lives in this process: before it ends with the process,
-    // give every other task a heartbeat or two to learn the failure from it
-    // (otherwise they would only see the service vanish).
+    // let the failure go down every other task's attach stream (at most a
+    // heartbeat or two), or they would only see the service vanish.
     const double heartbeat = rpc_time::default_heartbeat_secs(rc.timeout_secs);
-    rt->client_->on_failure([heartbeat](const Error& e) {
+    CoordinationService* service = rt->service_.get();
+    rt->client_->on_failure([heartbeat, service](const Error& e) {
       std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
       std::fflush(stderr);
-      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>((2 * heartbeat + 0.5) * 1000)));
+      service->wait_failure_told(std::chrono::steady_clock::now() +
+                                 std::chrono::milliseconds(static_cast<int64_t>((2 * heartbeat + 0.5) * 1000)));
       _exit(static_cast<int>(ExitCode::kCluster));
     });
   }

@@ -89,11 +89,14 @@ Status CollectiveStrategy::sync_start(std::vector<int64_t>& values) {
   for (Tensor* t : state_tensors(0)) {
     if (t->bytes() == 0) continue;
     Tensor host = t->to_host();  // t itself on the host; a staging copy else
-    if (Status s = comm_->broadcast(host.data(), host.bytes(), 0); !s) return s;
+    // A peer's closed connection: the coordination service names the task.
+    if (Status s = comm_->broadcast(host.data(), host.bytes(), 0); !s) cluster_->fail_after_comm_error(s.error());
     if (!t->is_host()) t->copy_from(host);
   }
   if (!values.empty()) {
-    if (Status s = comm_->broadcast(values.data(), values.size() * sizeof(int64_t), 0); !s) return s;
+    if (Status s = comm_->broadcast(values.data(), values.size() * sizeof(int64_t), 0); !s) {
+      cluster_->fail_after_comm_error(s.error());
+    }
   }
   for (size_t r = 1; r < replicas_.size(); ++r) {
     const auto src = state_tensors(0), dst = state_tensors(r);

@@ -4,7 +4,11 @@
 // unique id go through it), barriers, and heartbeats. When a training task
 // dies, hangs or never arrives, every other task learns it within
 // timeout_secs, with a message naming the task and its address; nothing
-// waits forever.
+// waits forever. A task's process that ends without leaving (exit, kill -9,
+// a crash) closes its connection to the service: the others learn it within
+// a fraction of a second, naming it and the last step it reported. A task
+// that hangs with its connection open, or a host that vanishes, is found by
+// its missing heartbeats after timeout_secs.
 #pragma once
 
 #include <chrono>
@@ -58,8 +62,12 @@ class CoordinationService {
   // "" while healthy; else the first failure, e.g. "worker 1 (127.0.0.1:2223)
   // sent no heartbeat for 60 s (the process died or hung)".
   std::string failure() const;
-  // Labels of the observers declared dead so far (no heartbeat for
-  // timeout_secs), in the order they were declared.
+  // After a failure: blocks until it went down the attach stream of every
+  // task still connected (those that left or died need not hear it), or
+  // until `deadline`. Returns false on deadline.
+  bool wait_failure_told(std::chrono::steady_clock::time_point deadline);
+  // Labels of the observers declared dead so far (ended without leaving, or
+  // no heartbeat for timeout_secs), in the order they were declared.
   std::vector<std::string> dead_observers() const;
 
   class Impl;
@@ -80,16 +88,20 @@ class CoordinationClient {
   //   "rendezvous: worker 2 (127.0.0.1:2224) did not arrive within 60 s"
   //   "the coordination service at 127.0.0.1:2222 (chief 0) did not answer within 60 s: <grpc message>"
   // service_label names the host task in messages ("chief 0 (127.0.0.1:2222)").
-  // After success a background thread sends heartbeats.
+  // After success a background thread sends heartbeats, and another holds
+  // the attach stream on which the service pushes the cluster's failure (and
+  // which tells the service at once when this process ends).
   static Result<std::unique_ptr<CoordinationClient>> connect(const std::string& service_address,
                                                              const std::string& service_label, const CoordTask& self,
                                                              bool observer, const CoordinationOptions& options);
-  // Stops heartbeats without leaving (the service will declare this task dead).
+  // Closes the connection without leaving: the service declares this task
+  // dead at once, as when its process ends.
   ~CoordinationClient();
 
-  // Called once, from the heartbeat thread, when the cluster has failed: the
+  // Called once, from the heartbeat or the attach thread, when the cluster has failed: the
   // service reported a failure (another task dead, missing, or reported an
-  // error), or the service was unreachable for timeout_secs. The message names
+  // error), the service's connection closed (its process ended), or the
+  // service was unreachable for timeout_secs. The message names
   // the task. When no handler is set the default prints
   // "dtrain: <message>" to stderr and calls _exit(4) (ExitCode::kCluster):
   // the main thread may be blocked inside a collective that will never end.
@@ -109,6 +121,11 @@ class CoordinationClient {
   // This task ends cleanly: it will send no more heartbeats and must not be
   // declared dead. Idempotent.
   void leave();
+  // The last training step this task finished, sent with the next heartbeat
+  // (at most 1 s later) so that a failure can name it.
+  void set_steps_done(int64_t step);
+  // Tests only: this task hangs. Its heartbeats stop; its connection stays open.
+  void hang_for_test();
 
   class Impl;
 

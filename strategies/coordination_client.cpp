@@ -1,10 +1,13 @@
 // A task's connection to the coordination service: registration and
 // rendezvous, the heartbeat thread that turns a failed cluster into a call of
-// the failure handler, the key-value store, barriers, error reports and leave.
+// the failure handler, the attach stream (the service's failure pushed at
+// once; the service's end seen at once), the key-value store, barriers,
+// error reports and leave.
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -26,6 +29,9 @@ constexpr std::chrono::milliseconds kGrace{1000};
 constexpr std::chrono::milliseconds kRetryPause{50};
 // Longest wait for report_error() and leave(), which run while a task stops.
 constexpr double kFarewellSecs = 5;
+// Longest pause between heartbeats while the step advances (so that a
+// failure names a recent step); otherwise the interval.
+constexpr std::chrono::milliseconds kStepReport{1000};
 
 [[noreturn]] void default_failure_handler(const Error& error) {
   std::fprintf(stderr, "dtrain: %s\n", error.message.c_str());
@@ -65,9 +71,11 @@ class CoordinationClient::Impl {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
       if (active_call_ != nullptr) active_call_->TryCancel();
+      if (attach_call_ != nullptr) attach_call_->TryCancel();
     }
     cv_.notify_all();
     if (heartbeat_.joinable()) heartbeat_.join();
+    if (attach_.joinable()) attach_.join();
   }
 
   Status connect() {
@@ -92,7 +100,21 @@ class CoordinationClient::Impl {
         fail(current_exception_error("coordination heartbeat"));
       }
     });
+    attach_ = std::thread([this] {
+      try {
+        attach_loop();
+      } catch (...) {
+        fail(current_exception_error("coordination attach"));
+      }
+    });
     return {};
+  }
+
+  void set_steps_done(int64_t step) { steps_done_.store(step, std::memory_order_relaxed); }
+
+  void hang_for_test() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hung_ = true;
   }
 
   void on_failure(std::function<void(const Error&)> handler) {
@@ -234,14 +256,21 @@ class CoordinationClient::Impl {
     }
   }
 
-  // Sends a heartbeat every interval_ until stopped, left, or the cluster failed.
+  // Sends a heartbeat every interval_ (at most kStepReport apart while the
+  // step advances) until stopped, left, or the cluster failed.
   void heartbeat_loop() {
-    Clock::time_point last_answer = Clock::now();
+    Clock::time_point last_answer = Clock::now(), last_sent = Clock::now();
+    int64_t steps_sent = 0;
     while (true) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        if (cv_.wait_for(lock, interval_, [&] { return stop_ || left_; })) return;
+        if (cv_.wait_for(lock, std::min<Clock::duration>(interval_, kStepReport), [&] { return stop_ || left_; })) {
+          return;
+        }
+        if (hung_) continue;
       }
+      const int64_t steps = steps_done_.load(std::memory_order_relaxed);
+      if (Clock::now() - last_sent < interval_ && steps == steps_sent) continue;
       maybe_throw_for_test("coordination heartbeat");
       grpc::ClientContext ctx;
       ctx.set_deadline(grpc_time(Clock::now() + std::max<Clock::duration>(interval_, kGrace)));
@@ -252,6 +281,9 @@ class CoordinationClient::Impl {
       }
       coord::HeartbeatRequest req;
       *req.mutable_task() = self_proto_;
+      req.set_steps_done(steps);
+      last_sent = Clock::now();
+      steps_sent = steps;
       coord::HeartbeatResponse resp;
       grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
       {
@@ -266,6 +298,38 @@ class CoordinationClient::Impl {
         return fail(cluster_error(describe(s, "a heartbeat")));
       }
     }
+  }
+
+  // Holds the attach stream open until stopped or left: a failure written
+  // down it is the cluster's; the stream's end before this task left means
+  // the service's process ended (or closed the call): the cluster has failed.
+  void attach_loop() {
+    grpc::ClientContext ctx;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_ || left_) return;
+      attach_call_ = &ctx;  // the destructor cancels it
+    }
+    coord::AttachRequest req;
+    *req.mutable_task() = self_proto_;
+    std::unique_ptr<grpc::ClientReader<coord::AttachEvent>> reader = stub_->Attach(&ctx, req);
+    coord::AttachEvent event;
+    std::string failure;
+    while (reader->Read(&event)) {
+      if (!event.failure().empty()) failure = event.failure();
+    }
+    grpc::Status s = reader->Finish();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      attach_call_ = nullptr;
+      if (stop_ || (left_ && failure.empty())) return;
+    }
+    if (!failure.empty()) return fail(cluster_error(failure));
+    if (s.ok()) return;  // the service ended the stream because this task left
+    const int64_t steps = steps_done_.load(std::memory_order_relaxed);
+    fail(cluster_error(fmt::format(
+        "{} closed its connection{} (the process that hosts it exited or was killed): {}", service_name_,
+        steps > 0 ? fmt::format(" after this task's step {}", steps) : std::string(), s.error_message())));
   }
 
   // Records the cluster's failure and calls the handler (once, on this thread).
@@ -302,8 +366,12 @@ class CoordinationClient::Impl {
   bool reported_ = false;                           // GUARDED_BY(mu_)
   std::optional<Error> failure_;                    // GUARDED_BY(mu_)
   std::function<void(const Error&)> handler_;       // GUARDED_BY(mu_)
+  bool hung_ = false;                               // GUARDED_BY(mu_), hang_for_test()
   grpc::ClientContext* active_call_ = nullptr;      // GUARDED_BY(mu_), the heartbeat in flight
+  grpc::ClientContext* attach_call_ = nullptr;      // GUARDED_BY(mu_), the attach stream
+  std::atomic<int64_t> steps_done_{0};
   std::thread heartbeat_;
+  std::thread attach_;
 };
 
 Result<std::unique_ptr<CoordinationClient>> CoordinationClient::connect(const std::string& service_address,
@@ -329,5 +397,7 @@ Result<std::string> CoordinationClient::get(const std::string& key, std::optiona
 Status CoordinationClient::barrier(const std::string& name) { return impl_->barrier(name); }
 void CoordinationClient::report_error(const std::string& message) { impl_->report_error(message); }
 void CoordinationClient::leave() { impl_->leave(); }
+void CoordinationClient::set_steps_done(int64_t step) { impl_->set_steps_done(step); }
+void CoordinationClient::hang_for_test() { impl_->hang_for_test(); }
 
 }  // namespace dtrain

@@ -20,13 +20,24 @@ using namespace coord_internal;
 
 namespace {
 
+// How often an attach stream checks whether its task's connection closed.
+constexpr std::chrono::milliseconds kAttachPoll{100};
+
 struct TaskState {
   CoordTask task;
   bool observer = false;
   bool left = false;
-  bool dead = false;  // no heartbeat for timeout_secs
+  bool dead = false;  // no heartbeat for timeout_secs, or its attach stream closed before it left
   Clock::time_point last_heartbeat;
+  int64_t steps_done = 0;  // the last step it reported finished
+  int64_t attach = 0;      // which attach stream is its current one (0: none yet)
+  bool told = false;       // the cluster's failure went down its attach stream
 };
+
+// ", after step 110" (the last step the task reported finished), or "" before its first.
+std::string after_step(const TaskState& st) {
+  return st.steps_done > 0 ? fmt::format(" after step {}", st.steps_done) : std::string();
+}
 
 }  // namespace
 
@@ -97,6 +108,16 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     return failure_;
   }
 
+  bool wait_failure_told(Clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_until(lock, deadline, [&] {
+      for (const auto& [id, st] : tasks_) {
+        if (st.attach != 0 && !st.left && !st.dead && !st.told) return false;
+      }
+      return true;
+    });
+  }
+
   grpc::Status Register(grpc::ServerContext*, const coord::RegisterRequest* req, coord::WaitResponse* resp) override {
     return guarded_rpc("coordination service register", [&]() -> grpc::Status {
       CoordTask task = from_proto(req->task());
@@ -138,7 +159,10 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     return guarded_rpc("coordination service heartbeat", [&]() -> grpc::Status {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = tasks_.find(from_proto(req->task()).id());
-      if (it != tasks_.end() && !it->second.left) it->second.last_heartbeat = Clock::now();
+      if (it != tasks_.end() && !it->second.left) {
+        it->second.last_heartbeat = Clock::now();
+        it->second.steps_done = std::max(it->second.steps_done, req->steps_done());
+      }
       resp->set_failure(failure_);
       return grpc::Status::OK;
     });
@@ -209,6 +233,56 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     });
   }
 
+  // Held open while the task lives. A process that ends (exit, kill -9, a
+  // crash) closes its connection, which cancels this call: unless the task
+  // left first, it is declared dead at once (a training task fails the
+  // cluster). The cluster's failure is written down the stream as soon as
+  // it is known. Polls the cancellation every 100 ms.
+  grpc::Status Attach(grpc::ServerContext* ctx, const coord::AttachRequest* req,
+                      grpc::ServerWriter<coord::AttachEvent>* writer) override {
+    return guarded_rpc("coordination service attach", [&]() -> grpc::Status {
+      const std::string id = from_proto(req->task()).id();
+      std::unique_lock<std::mutex> lock(mu_);
+      auto it = tasks_.find(id);
+      if (it == tasks_.end()) {
+        return {grpc::StatusCode::FAILED_PRECONDITION, fmt::format("{} attached before registering", id)};
+      }
+      TaskState& st = it->second;  // std::map: stable while the service lives
+      const int64_t mine = ++attach_count_;
+      st.attach = mine;
+      st.told = false;
+      while (true) {
+        cv_.wait_for(lock, kAttachPoll,
+                     [&] { return stopping_ || !failure_.empty() || st.left || st.dead || st.attach != mine; });
+        if (stopping_) return shutting_down();
+        if (st.attach != mine || st.left) return grpc::Status::OK;
+        if (!failure_.empty()) {
+          coord::AttachEvent event;
+          event.set_failure(failure_);
+          lock.unlock();
+          writer->Write(event);
+          lock.lock();
+          if (st.attach == mine) st.told = true;
+          cv_.notify_all();
+          return grpc::Status::OK;
+        }
+        if (st.dead) return grpc::Status::OK;
+        if (ctx->IsCancelled()) {
+          st.dead = true;
+          cv_.notify_all();
+          if (st.observer) {
+            dead_observers_.push_back(st.task.label());
+          } else {
+            fail(fmt::format("{} ended without leaving the cluster{} (the process exited or was killed: its "
+                             "connection to the coordination service closed)",
+                             st.task.label(), after_step(st)));
+          }
+          return grpc::Status::CANCELLED;
+        }
+      }
+    });
+  }
+
  private:
   static grpc::Status shutting_down() {
     return {grpc::StatusCode::UNAVAILABLE, "the coordination service is shutting down"};
@@ -262,8 +336,8 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         cv_.notify_all();
         if (st.observer) dead_observers_.push_back(st.task.label());
         if (!st.observer) {
-          fail(fmt::format("{} sent no heartbeat for {} s (the process died or hung)", st.task.label(),
-                           format_secs(options_.timeout_secs)));
+          fail(fmt::format("{} sent no heartbeat for {} s{} (the process died or hung)", st.task.label(),
+                           format_secs(options_.timeout_secs), st.steps_done > 0 ? fmt::format(" since step {}", st.steps_done) : ""));
         }
       }
     }
@@ -283,6 +357,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   std::map<std::string, std::set<std::string>> barriers_;   // GUARDED_BY(mu_), name -> ids arrived
   std::string failure_;                                     // GUARDED_BY(mu_)
   bool rendezvous_done_ = false;                            // GUARDED_BY(mu_)
+  int64_t attach_count_ = 0;                                // GUARDED_BY(mu_), attach streams opened
   bool stopping_ = false;                                   // GUARDED_BY(mu_)
 
   int port_ = 0;
@@ -309,6 +384,10 @@ bool CoordinationService::wait_all_left(std::chrono::steady_clock::time_point de
 }
 
 std::string CoordinationService::failure() const { return impl_->failure(); }
+
+bool CoordinationService::wait_failure_told(std::chrono::steady_clock::time_point deadline) {
+  return impl_->wait_failure_told(deadline);
+}
 
 std::vector<std::string> CoordinationService::dead_observers() const { return impl_->dead_observers(); }
 

@@ -94,39 +94,41 @@ def test_async_trains_mnist_cnn_to_97_5_percent_on_t10k(tmp_path):
 
 def test_a_ps_task_that_dies_stops_every_worker_naming_it(tmp_path):
     job = ps_job(tmp_path, 16, "sync", max_steps=100000, save_steps=1000)
-    cluster = Cluster(job, ["--model-dir", tmp_path / "run", "--no-eval"], chief=True, workers=1, timeout_secs=5,
+    # The default timeout (60 s): the death is learnt from the closed connections, not a timeout.
+    cluster = Cluster(job, ["--model-dir", tmp_path / "run", "--no-eval"], chief=True, workers=1, timeout_secs=60,
                       ps=1)
     cluster.start_all()
-    time.sleep(4)
+    assert cluster.wait_for_output(("chief", 0), "/100000  loss", 120), cluster.output_so_far(("chief", 0))
     cluster.procs[("ps", 0)].send_signal(signal.SIGKILL)
     killed = time.monotonic()
-    results = cluster.wait(timeout=5 + 10 + 5)
+    results = cluster.wait(timeout=30)
     for task in (("chief", 0), ("worker", 0)):
         code, err = results[task]
         assert code == 4, (task, err[-2000:])
         assert f"ps 0 ({cluster.address[('ps', 0)]})" in err, (task, err[-2000:])
-    assert time.monotonic() - killed < 5 + 10
+    assert time.monotonic() - killed < 10
 
 
 def test_in_sync_mode_a_dead_worker_stops_the_others_naming_it_and_a_restart_resumes(tmp_path):
     job = ps_job(tmp_path, 16, "sync", max_steps=100000, save_steps=50)
     args = ["--model-dir", tmp_path / "run", "--no-eval"]
-    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=10, ps=2).start_all()
+    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=60, ps=2).start_all()
     ckpt = tmp_path / "run" / "model.ckpt-100.safetensors"
     deadline = time.monotonic() + 120
     while not ckpt.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert ckpt.exists(), cluster.wait(1)
+    time.sleep(1.5)  # its step reaches the service with a heartbeat (at most 1 s apart while training)
     cluster.procs[("worker", 1)].send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
-    results = cluster.wait(timeout=10 + 10 + 5)
+    results = cluster.wait(timeout=30)
     elapsed = time.monotonic() - killed_at
-    dead = f"worker 1 ({cluster.address[('worker', 1)]})"
+    dead = f"worker 1 ({cluster.address[('worker', 1)]}) ended without leaving the cluster after step "
     for task in (("chief", 0), ("worker", 0), ("ps", 0), ("ps", 1)):
         code, err = results[task]
         assert code == 4, (task, err[-2000:])
         assert dead in err, (task, err[-2000:])
-    assert elapsed < 10 + 10, elapsed
+    assert elapsed < 10, elapsed
 
     # Restart the whole cluster: the chief puts the latest checkpoint on the ps tasks, and training goes on.
     saved = max(int(p.name.split("-")[1].split(".")[0]) for p in (tmp_path / "run").glob("model.ckpt-*.safetensors"))
@@ -154,7 +156,7 @@ def test_in_async_mode_a_dead_worker_does_not_stop_the_others(tmp_path):
         pytest.fail("worker 1 ended before the kill: " + str(cluster.wait(1)[("worker", 1)]))
     cluster.procs[("worker", 1)].send_signal(signal.SIGKILL)
     dead = f"worker 1 ({cluster.address[('worker', 1)]})"
-    live = f"{dead} stopped sending heartbeats (died or hung); training goes on with 2 of 3 workers"
+    live = f"{dead} is gone (its process ended, or it hung and sent no heartbeat); training goes on with 2 of 3 workers"
     heard = cluster.wait_for_output(("chief", 0), live, timeout=60)
     still_training = cluster.procs[("chief", 0)].poll() is None and cluster.procs[("worker", 0)].poll() is None
     results = cluster.wait(timeout=300)
