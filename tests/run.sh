@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests (doctest) and process-level tests
 # (pytest starting the real dtrain binary) on the release build, then the
-# unit tests and the malformed-job tests again under AddressSanitizer and
-# UBSan. Prints "N passed, N failed" at the end.
+# unit tests, the malformed-job tests and the fuzz corpora again under
+# AddressSanitizer and UBSan. Prints "N passed, N failed" at the end.
 #   bash tests/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,11 +54,20 @@ run_suite "determinism, equivalence, resume and precision (AVX2 cap)" env DTRAIN
 # Sanitizers: a CPU-only debug build (no CUDA: its runtime trips ASan).
 [ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=disabled --buildtype=debug \
   -Db_sanitize=address,undefined -Db_lundef=false || exit 1
-ninja -C build-asan cli/dtrain tests/dtrain_unit_tests || exit 1
+fuzz_harnesses=(job tf_config tfrecord arrays csv image text checkpoint)
+ninja -C build-asan cli/dtrain tests/dtrain_unit_tests "${fuzz_harnesses[@]/#/tests/fuzz/fuzz_}" || exit 1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 run_suite "unit tests (ASan+UBSan)" ./build-asan/tests/dtrain_unit_tests
 run_suite "malformed jobs and data (ASan+UBSan)" env DTRAIN_BIN="$PWD/build-asan/cli/dtrain" DTRAIN_SOURCE_ROOT="$PWD" \
   python3 -m pytest -q -p no:cacheprovider tests/integration/test_bad_jobs.py tests/integration/test_data_errors.py
+# The fuzz harnesses (tests/fuzz) once over their committed corpora: the seeds
+# and every input that ever found a bug (tests/fuzz/fuzz.sh fuzzes with libFuzzer).
+replay_fuzz_corpora() {
+  local h ok=0
+  for h in "${fuzz_harnesses[@]}"; do ./build-asan/tests/fuzz/fuzz_$h tests/fuzz/corpus/$h || ok=1; done
+  return $ok
+}
+run_suite "fuzz corpora (ASan+UBSan)" replay_fuzz_corpora
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
