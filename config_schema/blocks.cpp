@@ -194,6 +194,11 @@ void Expander::expand_use(const Node& use, size_t index, std::string& prev) {
     }
   }
   const Node* block_key = use.find("block");
+  if (!block_key->is_scalar()) {
+    issue(*block_key, child_path(path, "block"),
+          fmt::format("expected the name of a block of model.blocks; got {}", describe_value(*block_key)));
+    return;
+  }
   auto it = blocks_.find(block_key->text);
   if (it == blocks_.end()) {
     std::vector<std::string> names;
@@ -207,7 +212,12 @@ void Expander::expand_use(const Node& use, size_t index, std::string& prev) {
   const Block& b = it->second;
   const std::string use_name = name_of(use);
   if (use_name.empty()) {
-    issue(use, path, "a block use needs a name (its copies are named <name>_block1_..., like Keras applications)");
+    const Node* name = use.find("name");
+    if (name != nullptr && !name->is_scalar()) {
+      issue(*name, child_path(path, "name"), fmt::format("expected a name; got {}", describe_value(*name)));
+    } else {
+      issue(use, path, "a block use needs a name (its copies are named <name>_block1_..., like Keras applications)");
+    }
     return;
   }
   int64_t repeat = 1;

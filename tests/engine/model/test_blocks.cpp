@@ -194,6 +194,9 @@ TEST_CASE("blocks errors: each pinned with file:line:col, once, with the copy it
   // unknown block
   CHECK(error_of("model:\n  input: {shape: [4]}\n  blocks:\n    b:\n      params: {units: required, on: true}\n      layers:\n        - {name: d1, type: dense, units: $units}\n        - {name: d2, type: dense, units: $units, when: $on}\n        - {name: out, type: add, inputs: [in, d2]}\n  layers:\n    - {name: x, block: c, params: {units: 4}}\n") ==
         "blocks.yaml:11:24: model.layers[0].block: unknown block \"c\"; defined: b");
+  // a list or mapping where the block's name or the use's name goes (a fuzzed job)
+  CHECK(error_of("model:\n  input: {shape: [4]}\n  blocks:\n    b:\n      layers:\n        - {name: d1, type: dense, units: 4}\n  layers:\n    - {name: x, block: [b]}\n    - {name: y, block: {b: 1}}\n    - {name: [z], block: b}\n") ==
+        "blocks.yaml:8:24: model.layers[0].block: expected the name of a block of model.blocks; got a list of 1 item\nblocks.yaml:9:24: model.layers[1].block: expected the name of a block of model.blocks; got a mapping\nblocks.yaml:10:14: model.layers[2].name: expected a name; got a list of 1 item");
   // unknown param
   CHECK(error_of("model:\n  input: {shape: [4]}\n  blocks:\n    b:\n      params: {units: required, on: true}\n      layers:\n        - {name: d1, type: dense, units: $units}\n        - {name: d2, type: dense, units: $units, when: $on}\n        - {name: out, type: add, inputs: [in, d2]}\n  layers:\n    - {name: x, block: b, params: {unit: 4}}\n") ==
         "blocks.yaml:11:7: model.layers[0].params: block b needs parameter units (declared required)\nblocks.yaml:11:36: model.layers[0].params.unit: unknown parameter of block b; it declares units, on (did you mean \"units\"?)");
