@@ -141,7 +141,11 @@ std::string describe_one(const Json& root, const Json& s, const std::string& typ
   if (type == "string") {
     if (s.contains("examples")) {
       std::string like;
-      for (const Json& e : s["examples"]) like += (like.empty() ? "" : " or ") + in_quotes(e.get<std::string>());
+      for (const Json& e : s["examples"]) {
+        if (!e.is_string()) continue;  // layer_inputs also shows a list: not an example of a string
+        like += (like.empty() ? "" : " or ") + in_quotes(e.get<std::string>());
+      }
+      if (like.empty()) return plural ? "strings" : "a string";
       return (plural ? "strings like " : "a string like ") + like;
     }
     if (s.value("minLength", 0) == 1 && s.value("maxLength", 0) == 1) return plural ? "single characters" : "a single character";

@@ -30,13 +30,17 @@ const char* run_decode(const unsigned char* data, unsigned long size, int64_t c,
   jpeg_read_header(&cinfo, TRUE);
   cinfo.out_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
   cinfo.dct_method = JDCT_ISLOW;
-  jpeg_start_decompress(&cinfo);
+  // The size is checked before jpeg_start_decompress, which allocates for
+  // the whole image (a multi-scan file's coefficients: gigabytes for a
+  // header that claims 65500 x 65500).
+  jpeg_calc_output_dimensions(&cinfo);
   *height = cinfo.output_height;
   *width = cinfo.output_width;
   if (cinfo.output_height != want_h || cinfo.output_width != want_w) {
     jpeg_destroy_decompress(&cinfo);
     return nullptr;  // size mismatch: the caller reports it
   }
+  jpeg_start_decompress(&cinfo);
   const size_t row = static_cast<size_t>(cinfo.output_width) * static_cast<size_t>(cinfo.output_components);
   while (cinfo.output_scanline < cinfo.output_height) {
     JSAMPROW line = pixels + row * cinfo.output_scanline;

@@ -22,10 +22,14 @@ bool is_gzip(const std::vector<uint8_t>& b, size_t at = 0) {
 // b.gz` makes). Errors are kData, prefixed with `path`.
 Result<std::vector<uint8_t>> gunzip(const std::vector<uint8_t>& in, const std::string& path) {
   std::vector<uint8_t> out;
-  // The last 4 bytes hold the uncompressed size mod 2^32: a good first guess.
+  // The last 4 bytes hold the uncompressed size mod 2^32: a good first guess,
+  // unless it is more than deflate can give from these bytes (at most 1032
+  // times: a corrupt or hostile trailer must not reserve gigabytes).
   if (in.size() >= 4) {
     const size_t n = in.size();
-    out.reserve(uint32_t{in[n - 4]} | uint32_t{in[n - 3]} << 8 | uint32_t{in[n - 2]} << 16 | uint32_t{in[n - 1]} << 24);
+    const size_t isize =
+        uint32_t{in[n - 4]} | uint32_t{in[n - 3]} << 8 | uint32_t{in[n - 2]} << 16 | uint32_t{in[n - 1]} << 24;
+    out.reserve(std::min(isize, n * 1032));
   }
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return runtime_error(path + ": cannot initialise zlib");

@@ -50,11 +50,12 @@ const char* run_window(const unsigned char* data, unsigned long size, int c, int
   cinfo.dct_method = fast_dct ? JDCT_IFAST : JDCT_ISLOW;
   cinfo.scale_num = static_cast<unsigned int>(k);
   cinfo.scale_denom = 8;
-  jpeg_start_decompress(&cinfo);
+  jpeg_calc_output_dimensions(&cinfo);  // checked before jpeg_start_decompress allocates for the whole image
   if (cinfo.output_height != want_h || cinfo.output_width != want_w) {
     jpeg_destroy_decompress(&cinfo);
     return "size";
   }
+  jpeg_start_decompress(&cinfo);
   if (*x_first != 0 || *x_count != cinfo.output_width) jpeg_crop_scanline(&cinfo, x_first, x_count);
   if (y_first > 0) jpeg_skip_scanlines(&cinfo, y_first);
   const size_t stride = static_cast<size_t>(*x_count) * static_cast<size_t>(c);

@@ -80,9 +80,16 @@ Result<std::vector<uint8_t>> read_zip_member(const ZipArchive& zip, const std::s
   if (lh + 30 > b.size() || le(&b[lh], 4) != 0x04034b50) return data_error(at + "corrupt local header");
   const uint64_t data = lh + 30 + le(&b[lh + 26], 2) + le(&b[lh + 28], 2);
   if (data + m->compressed > b.size()) return data_error(at + "truncated member data");
+  if (m->method == 0 && m->compressed != m->size) return data_error(at + "stored member with different sizes");
+  // Deflate expands at most 1032 times (RFC 1951: 258 bytes from each 2-bit
+  // code, after the block headers): a larger size is a corrupt directory,
+  // refused before that size is allocated.
+  if (m->method == 8 && m->size > m->compressed * 1032 + 1024) {
+    return data_error(fmt::format("{}corrupt sizes: {} bytes uncompressed from {} compressed (deflate expands at most "
+                                  "1032 times)", at, m->size, m->compressed));
+  }
   std::vector<uint8_t> out(m->size);
   if (m->method == 0) {
-    if (m->compressed != m->size) return data_error(at + "stored member with different sizes");
     std::memcpy(out.data(), &b[data], m->size);
   } else if (m->method == 8) {
     z_stream z{};

@@ -131,7 +131,7 @@ Result<TfConfig> parse_tf_config(std::string_view text) {
   Json j;
   try {
     j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number beyond a double
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> from "parse error".
     if (const size_t p = what.find("] "); p != std::string::npos) what.erase(0, p + 2);

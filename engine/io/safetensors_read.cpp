@@ -146,6 +146,8 @@ Result<CheckpointData> decode_safetensors(std::string_view bytes, const std::str
     header = json::parse(bytes.substr(8, n));
   } catch (const json::parse_error& e) {
     return r.fail(fmt::format("header is not valid JSON (syntax error at byte {})", 8 + std::max<size_t>(e.byte, 1) - 1));
+  } catch (const json::exception& e) {  // out_of_range: a number beyond a double
+    return r.fail(fmt::format("header is not valid JSON ({})", e.what()));
   }
   if (!header.is_object()) return r.fail(fmt::format("header (at byte 8) is a JSON {}, not an object", header.type_name()));
 

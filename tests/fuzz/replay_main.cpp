@@ -1,8 +1,11 @@
 // The driver for CI: runs a harness's LLVMFuzzerTestOneInput once on each
 // file named (or each file in each directory named), in name order, and
 // prints how many it ran. A failing input aborts (the harness's message or
-// the sanitizer's report), and a SIGABRT handler names the input.
+// the sanitizer's report), and a SIGABRT handler names the input. As under
+// libFuzzer (tests/fuzz/fuzz.sh), an input may not take more than 2560 MB: a
+// single allocation beyond it is ASan's error, a peak RSS beyond it ours.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +19,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
+// ASan's defaults for these executables (ASAN_OPTIONS adds to them).
+extern "C" const char* __asan_default_options() { return "max_allocation_size_mb=2560:allocator_may_return_null=0"; }
+
 namespace {
+
+constexpr long kRssLimitMb = 2560;
 
 std::string g_current;  // the input running now; set before, never resized during a run
 
@@ -58,6 +66,12 @@ int main(int argc, char** argv) {
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     g_current.assign(path.string(), 0, std::min<size_t>(path.string().size(), 4095));
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    if (usage.ru_maxrss / 1024 > kRssLimitMb) {
+      std::fprintf(stderr, "replay: peak RSS %ld MB is over %ld MB\n", usage.ru_maxrss / 1024, kRssLimitMb);
+      name_the_input(SIGABRT);
+    }
   }
   std::fprintf(stdout, "%s: %zu inputs ran\n", argv[0], files.size());
   return 0;
