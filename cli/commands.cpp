@@ -138,12 +138,24 @@ int run_ps_task(const JobSpec& job, ClusterRuntime& cluster, std::optional<int> 
   std::fprintf(stderr, "ps %lld: serving on %s (mode %s, %d workers)\n",
                static_cast<long long>(cluster.resolved().task.index), address.c_str(), job.strategy.mode.c_str(),
                config.num_workers);
-  // Cluster failures end the process through the coordination client.
-  while (!(*service)->wait_for_shutdown(std::chrono::steady_clock::now() + std::chrono::seconds(1))) {
+  // Cluster failures end the process through the coordination client. A
+  // stop signal (a launcher or a scheduler sends it to every task) does not
+  // end a ps task: the training tasks stop after their step and the chief
+  // saves, which needs the variables served here; the chief then ends this
+  // task, which exits 75 as they do. A second signal ends it at once.
+  bool noted = false;
+  while (!(*service)->wait_for_shutdown(std::chrono::steady_clock::now() + std::chrono::milliseconds(200))) {
+    if (const int sig = received_stop_signal(); sig != 0 && !noted) {
+      noted = true;
+      further_stop_signals_end_the_process();
+      std::fprintf(stderr, "ps %lld: received %s; serving until the chief has saved and stops this task (another "
+                   "signal ends it at once)\n", static_cast<long long>(cluster.resolved().task.index),
+                   stop_signal_name(sig).c_str());
+    }
   }
   std::fprintf(stderr, "ps %lld: stopped by the chief\n", static_cast<long long>(cluster.resolved().task.index));
   cluster.finish();
-  return 0;
+  return received_stop_signal() != 0 ? static_cast<int>(ExitCode::kStopped) : 0;
 }
 
 // train --remote-cluster: the job runs on `dtrain server`s; this process
@@ -212,10 +224,7 @@ int run_train(const Args& a) {
     cluster = std::move(*joined);
     options.cluster = cluster.get();
   }
-  if (cluster && cluster->is_ps()) {
-    default_stop_signal_actions();  // a ps task serves until the chief stops it, or a signal ends it
-    return run_ps_task(*job, *cluster, threads_arg(a));
-  }
+  if (cluster && cluster->is_ps()) return run_ps_task(*job, *cluster, threads_arg(a));
   auto est = Estimator::create(*job, options);
   // A training task's failure stops the cluster at once, naming it; the
   // evaluator's does not (TensorFlow's: training goes on without it).
@@ -235,10 +244,13 @@ int run_train(const Args& a) {
   // ignored; a second ends the process at once.
   if (training_task) after_training_stop_signals();
   if (!s) {
-    // Stopped by a signal is not a failure: every task stopped at the same step.
+    // Stopped by a signal is not a failure: every task stopped at the same
+    // step and leaves the cluster as at the end (the others must not take
+    // its exit for a death).
     if (cluster && training_task && s.error().kind != ErrorKind::kStopped) {
       cluster->client().report_error(s.error().message);
     }
+    if (cluster && s.error().kind == ErrorKind::kStopped) cluster->finish();
     return fail(s.error());
   }
   if (cluster) cluster->finish();

@@ -207,9 +207,14 @@ int run_launch(const LaunchArgs& a) {
         if (t.exit_code != 0) {
           std::fprintf(stderr, "dtrain launch: %s %d (%s) %s\n", t.type.c_str(), t.index, t.address.c_str(),
                        describe_exit(t.exit_code).c_str());
-          // A task killed by a signal (not one launch forwarded) died: a cluster error.
+          // A task killed by a signal (not one launch forwarded) died: a cluster
+          // error. The evaluator ends with a forwarded signal's default action
+          // (it has nothing to save): not a failure.
           const bool died = t.exit_code > 128 && forwarded == 0;
-          if (first_failure == 0) first_failure = died ? static_cast<int>(ExitCode::kCluster) : t.exit_code;
+          const bool evaluator_stopped = t.type == "evaluator" && forwarded != 0 && t.exit_code == 128 + forwarded;
+          if (first_failure == 0 && !evaluator_stopped) {
+            first_failure = died ? static_cast<int>(ExitCode::kCluster) : t.exit_code;
+          }
           // A stop (75) ends every task by itself; any other failure should too,
           // told by the coordination service, but a task that never joined
           // the cluster leaves the others waiting for it: launch stops them.

@@ -24,4 +24,11 @@ Error current_exception_error(std::string_view where);
 // :std, an int with :unknown). Read once; a no-op otherwise.
 void maybe_throw_for_test(std::string_view boundary);
 
+// Test hook: when DTRAIN_TEST_PAUSE=<where>[:ms][,<where>[:ms]...] names
+// `where` ("checkpoint write", "evaluation", "all_reduce", "ps push"), prints
+// "dtrain: test pause: <where>" to stderr and sleeps there (default 200 ms),
+// so that a test can send a signal while the process is at that point (the
+// stop-signal stress test). Read once; a no-op otherwise.
+void maybe_pause_for_test(std::string_view where);
+
 }  // namespace dtrain

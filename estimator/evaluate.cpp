@@ -9,6 +9,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "engine/thread_errors.hpp"
 #include "datasets/pipeline.hpp"
 #include "engine/io/file_util.hpp"
 #include "estimator/early_stopping.hpp"
@@ -49,6 +50,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
     if (!next) return next.error();
     if (!next->has_value()) break;
     if (Status s = check_batch(**next, spec, "data.eval"); !s) return s.error();
+    maybe_pause_for_test("evaluation");
     accumulate(total, strategy_->eval_step(**next));
   }
   if (total.examples == 0) {

@@ -7,8 +7,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <string>
 #include <thread>
 
 namespace dtrain {
@@ -61,10 +63,21 @@ void install_stop_signal_handlers() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+std::string stop_signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
 int received_stop_signal() { return g_first.load(); }
 int received_stop_signals() { return g_count.load(); }
 
 void after_training_stop_signals() { g_late_limit.store(g_count.load() + 1); }
+
+void further_stop_signals_end_the_process() { g_late_limit.store(std::max(g_count.load(), 1)); }
 
 void default_stop_signal_actions() {
   for (int sig : kStopSignals) std::signal(sig, SIG_DFL);

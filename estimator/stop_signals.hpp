@@ -7,6 +7,8 @@
 // action back, at once if a signal already came.
 #pragma once
 
+#include <string>
+
 namespace dtrain {
 
 // Installs the handler for SIGINT, SIGTERM and SIGUSR1 (call first thing in
@@ -14,6 +16,9 @@ namespace dtrain {
 // after_training_stop_signals(). An ignored SIGINT (a background job of a
 // non-interactive shell) is caught too: a stop signal always stops training.
 void install_stop_signal_handlers();
+
+// "SIGTERM" for a stop signal's number (as the log says it).
+std::string stop_signal_name(int sig);
 
 // The first stop signal received since install (0: none).
 int received_stop_signal();
@@ -25,8 +30,13 @@ int received_stop_signals();
 // is ignored, and one after it ends the process at once (default action).
 void after_training_stop_signals();
 
+// A ps task that received a stop signal keeps serving until the chief,
+// which stops after its step and saves, ends it: any further stop signal
+// ends the process at once (default action).
+void further_stop_signals_end_the_process();
+
 // For commands and roles that do not stop gracefully (evaluate, predict,
-// export, data, a ps or evaluator task): the default actions again; a signal
+// export, data, an evaluator task): the default actions again; a signal
 // already received is raised again now, with its default action.
 void default_stop_signal_actions();
 

@@ -31,16 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// "SIGTERM" for a stop signal's number (as the log says it).
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGUSR1: return "SIGUSR1";
-    default: return "signal " + std::to_string(sig);
-  }
-}
-
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -90,6 +80,8 @@ Status Estimator::stop_before_first_step(bool multi_worker, bool chief) {
     }
   }
   if (multi_worker) strategy_->any_worker(false);  // the others leave once the chief is done, as after a step
+  // The ps tasks are stopped as at the end of training (they keep serving through a stop signal).
+  if (Status s = strategy_->finish_training(); !s) return s;
   const std::string from =
       last_checkpoint_.empty() ? std::string("nothing was trained or written")
                                : fmt::format("nothing was trained; {} is unchanged", last_checkpoint_);
@@ -102,7 +94,7 @@ Status Estimator::stop_before_first_step(bool multi_worker, bool chief) {
   return Error{ErrorKind::kStopped,
                fmt::format("stopped by {} before training started (step {}; the signal came while the job "
                            "started up); {}; run the same command to continue",
-                           signal_name(own), global_step_, from)};
+                           stop_signal_name(own), global_step_, from)};
 }
 
 Status Estimator::train(bool evaluate_during) {
@@ -464,6 +456,9 @@ Status Estimator::train(bool evaluate_during) {
       // The other tasks leave once the chief has saved (and requeued): they
       // exit 75, on which srun --kill-on-bad-exit kills the rest of the step.
       if (multi_worker) strategy_->any_worker(false);
+      // The ps tasks, which keep serving through a stop signal, are stopped
+      // as at the end of training, once the chief has saved.
+      if (Status s = strategy_->finish_training(); !s) return s;
     }
     if (stop_sig < 0) {
       return Error{ErrorKind::kStopped,
@@ -474,7 +469,7 @@ Status Estimator::train(bool evaluate_during) {
     if (stop_sig != 0) {
       return Error{ErrorKind::kStopped,
                    fmt::format("stopped by {} at step {}; checkpoint {} saved; run the same command to resume",
-                               signal_name(stop_sig), global_step_,
+                               stop_signal_name(stop_sig), global_step_,
                                chief ? last_checkpoint_ : std::string("by the chief"))};
     }
   }

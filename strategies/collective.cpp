@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/thread_errors.hpp"
 #include "strategies/replica_step.hpp"
 
 namespace dtrain {
@@ -34,6 +35,7 @@ Status CollectiveStrategy::reduce_bucket(size_t bucket) {
     std::memcpy(flat.data() + at, host.data(), host.bytes());
     at += static_cast<size_t>(rs.grads[v].numel());
   }
+  maybe_pause_for_test("all_reduce");
   // run.micro_batch_rows asks for one_device's grouping of the sum: the
   // workers' sums are added in tree_sum's order, not the ring's.
   if (Status s = program_.micro_batch_rows > 0 ? comm_->all_reduce_sum_ordered(flat.data(), flat.size())

@@ -116,6 +116,10 @@ class CoordinationClient {
   // Blocks until every training task has entered barrier `name` (each name
   // used once), or fails naming the tasks that did not arrive in timeout_secs.
   Status barrier(const std::string& name);
+  // Blocks until `parties` tasks have entered agreement `name` (each name
+  // used once), and returns whether any of them gave `flag` true. Fails like
+  // barrier() when a party does not arrive within timeout_secs.
+  Result<bool> agree(const std::string& name, bool flag, int64_t parties);
   // Tells the service this task failed (the others stop with this message).
   void report_error(const std::string& message);
   // This task ends cleanly: it will send no more heartbeats and must not be

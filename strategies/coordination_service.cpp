@@ -233,6 +233,29 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     });
   }
 
+  grpc::Status Agree(grpc::ServerContext*, const coord::AgreeRequest* req, coord::AgreeResponse* resp) override {
+    return guarded_rpc("coordination service agree", [&]() -> grpc::Status {
+      const std::string id = from_proto(req->task()).id();
+      std::unique_lock<std::mutex> lock(mu_);
+      Agreement& a = agreements_[req->name()];
+      if (a.arrived.insert(id).second) cv_.notify_all();
+      a.any = a.any || req->flag();
+      const size_t parties = static_cast<size_t>(std::max<int64_t>(req->parties(), 1));
+      cv_.wait_for(lock, wait_of(req->wait_ms()),
+                   [&] { return stopping_ || !failure_.empty() || a.arrived.size() >= parties; });
+      if (stopping_) return shutting_down();
+      resp->set_failure(failure_);
+      resp->set_arrived(static_cast<int64_t>(a.arrived.size()));
+      if (a.arrived.size() >= parties) {
+        resp->set_complete(true);
+        resp->set_any(a.any);
+        // Forgotten once every party has its answer (a retry after that is not expected).
+        if (a.answered.insert(id).second && a.answered.size() >= parties) agreements_.erase(req->name());
+      }
+      return grpc::Status::OK;
+    });
+  }
+
   // Held open while the task lives. A process that ends (exit, kill -9, a
   // crash) closes its connection, which cancels this call: unless the task
   // left first, it is declared dead at once (a training task fails the
@@ -355,6 +378,11 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   std::vector<std::string> dead_observers_;                 // GUARDED_BY(mu_), labels, in order
   std::map<std::string, std::string> kv_;                   // GUARDED_BY(mu_)
   std::map<std::string, std::set<std::string>> barriers_;   // GUARDED_BY(mu_), name -> ids arrived
+  struct Agreement {
+    std::set<std::string> arrived, answered;  // task ids
+    bool any = false;
+  };
+  std::map<std::string, Agreement> agreements_;             // GUARDED_BY(mu_), in progress, by name
   std::string failure_;                                     // GUARDED_BY(mu_)
   bool rendezvous_done_ = false;                            // GUARDED_BY(mu_)
   int64_t attach_count_ = 0;                                // GUARDED_BY(mu_), attach streams opened

@@ -227,6 +227,15 @@ std::string ParameterServerStrategy::describe() const {
          format_placement(placement_, program_.model->variables(), addresses);
 }
 
+bool ParameterServerStrategy::any_worker(bool flag) {
+  if (!sync_ || num_workers() <= 1) return flag;
+  // Every worker calls any_worker in the same order (the training loop's
+  // decisions are the agreed ones), so the n-th call of each is one agreement.
+  auto any = cluster_.client().agree(fmt::format("ps/any_worker/{}", agreements_++), flag, num_workers());
+  if (!any) fail(any.error());
+  return *any;
+}
+
 Status ParameterServerStrategy::finish_training() {
   CoordinationClient& coord = cluster_.client();
   if (!is_chief()) return coord.set(fmt::format("ps/worker_done/{}", worker_index()), "1");

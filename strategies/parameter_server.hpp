@@ -32,7 +32,10 @@ class ParameterServerStrategy final : public ReplicatedStrategy {
   Status restore(const CheckpointData& ckpt) override;
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
   Status sync_start(std::vector<int64_t>& values) override;
-  bool any_worker(bool flag) override { return flag; }
+  // sync: every worker's flag through the coordination service (a stop
+  // signal that reached some workers stops all after the same step); async:
+  // the worker's own (workers stop on their own, as they train).
+  bool any_worker(bool flag) override;
   int64_t global_step_after(int64_t step) const override;
   std::string describe() const override;
   std::string comm_summary(int64_t steps) const override;
@@ -54,6 +57,7 @@ class ParameterServerStrategy final : public ReplicatedStrategy {
   std::vector<Tensor> values_;              // this worker's copy, refreshed by pulls
   std::vector<std::vector<Tensor>> slots_;  // only used to initialise the ps and by restore
   int64_t seen_step_ = 0;                   // the ps step of the last pull
+  int64_t agreements_ = 0;                  // any_worker calls so far (each names one agreement)
   int64_t snapshot_step_ = 0;
   size_t reported_dead_ = 0;                // async: workers lost so far, already reported               // checkpoints wait until the ps reach this step
   double last_rpc_seconds_ = 0;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <functional>
 
+#include "engine/thread_errors.hpp"
 #include "strategies/parameter_server.grpc.pb.h"
 #include "strategies/ps_internal.hpp"
 #include "strategies/ps_service.hpp"
@@ -143,6 +144,7 @@ class PsClient::Impl {
     int64_t bytes = 0;
     for (const Tensor& t : grads) bytes += to_proto(t, req.add_grads());
     ps::Empty resp;
+    maybe_pause_for_test("ps push");
     grpc::Status s = unary([&](grpc::ClientContext* ctx, int64_t wait_ms) {
       req.set_wait_ms(wait_ms);
       return stub_->Push(ctx, req, &resp);

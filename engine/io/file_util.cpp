@@ -16,6 +16,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/thread_errors.hpp"
+
 namespace dtrain::io {
 
 std::string errno_message(int err) { return std::strerror(err); }
@@ -142,6 +144,7 @@ Status write_file_atomic(const std::string& path, const std::vector<std::string_
   if (f == nullptr) return runtime_error(fmt::format("{}: cannot create: {}", tmp, errno_message(errno)));
   errno = 0;
   int err = write_and_sync(f, pieces);
+  maybe_pause_for_test("checkpoint write");  // the temporary file written, not yet renamed
   if (std::fclose(f) != 0 && err == 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());

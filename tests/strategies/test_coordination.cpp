@@ -324,6 +324,41 @@ TEST_CASE("coordination: barriers") {
   CHECK(secs_since(t0) < 2.5);
 }
 
+TEST_CASE("coordination: agreements tell every party whether any flag was set") {
+  CoordinationOptions o = worker_options(3, 1);
+  auto service = start_service(o);
+  ConnectedTasks c = connect_tasks(local(service->port()), o.training_tasks, o);
+  for (size_t i = 0; i < 3; ++i) REQUIRE(c.clients[i] != nullptr);
+  auto run = [&](const std::string& name, std::vector<bool> flags, size_t n) {
+    std::vector<Result<bool>> out(n, Result<bool>(false));
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50 * i));
+        out[i] = c.clients[i]->agree(name, flags[i], 3);
+      });
+    }
+    for (auto& t : threads) t.join();
+    return out;
+  };
+  for (const Result<bool>& r : run("a", {false, true, false}, 3)) {
+    REQUIRE(r.ok());
+    CHECK(*r == true);
+  }
+  for (const Result<bool>& r : run("b", {false, false, false}, 3)) {
+    REQUIRE(r.ok());
+    CHECK(*r == false);
+  }
+  auto t0 = Clock::now();
+  for (const Result<bool>& r : run("c", {true, false, false}, 2)) {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kCluster);
+    CHECK(r.error().message == "agreement \"c\": 2 of 3 tasks arrived within 1 s");
+  }
+  CHECK(secs_since(t0) >= 0.9);
+  CHECK(service->failure() == "");
+}
+
 TEST_CASE("coordination: observers neither hold the rendezvous nor fail the cluster when they die") {
   CoordinationOptions o = worker_options(2, 1);
   auto service = start_service(o);
