@@ -5,13 +5,14 @@ others as TensorFlow's strategy does."""
 import json
 import re
 import signal
+import subprocess
 import time
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from conftest import SHARED_MNIST, SOURCE_ROOT, need_shared_mnist, run_dtrain
+from conftest import SHARED_MNIST, SOURCE_ROOT, dtrain_bin, need_shared_mnist, run_dtrain
 from test_cluster import clean_env
 from test_collective import Cluster, mlp_collective_job, worst_relative_difference
 
@@ -187,3 +188,61 @@ def test_an_evaluator_follows_a_parameter_server_run(tmp_path):
     for step in (20, 40, 60):
         metrics = json.loads((model_dir / "eval" / f"metrics-{step}.json").read_text())
         assert metrics["global_step"] == step
+
+
+def test_in_sync_mode_sigusr1_to_one_worker_stops_every_task_at_one_step_and_the_ps_task_serves_the_save(tmp_path):
+    """A stop signal that reaches one worker only: the sync workers agree
+    through the coordination service and stop after the same step; the ps
+    task, which a launcher or scheduler may signal too, keeps serving until
+    the chief has saved and stopped it; every task exits 75 and the same
+    command resumes from that step."""
+    job = ps_job(tmp_path, 16, "sync", max_steps=100000, save_steps=100000)
+    args = ["--model-dir", tmp_path / "run", "--no-eval"]
+    cluster = Cluster(job, args, chief=True, workers=2, timeout_secs=30, ps=1).start_all()
+    assert cluster.wait_for_output(("chief", 0), "step 5/", 120), cluster.output_so_far(("chief", 0))
+    cluster.procs[("ps", 0)].send_signal(signal.SIGTERM)  # as `scancel` sends it to every task
+    assert cluster.wait_for_output(("ps", 0), "received SIGTERM; serving until the chief", 30)
+    time.sleep(0.5)
+    assert cluster.procs[("chief", 0)].poll() is None  # training goes on
+    cluster.procs[("worker", 1)].send_signal(signal.SIGUSR1)
+    results = cluster.wait(timeout=60)
+    steps = set()
+    for task in (("chief", 0), ("worker", 0), ("worker", 1)):
+        code, err = results[task]
+        assert code == 75, (task, err[-2000:])
+        m = re.search(r"stopped (?:by SIGUSR1 )?at step (\d+)", err)
+        assert m, (task, err[-2000:])
+        steps.add(int(m.group(1)))
+    assert len(steps) == 1, steps
+    (step,) = steps
+    code, err = results[("ps", 0)]
+    assert code == 75 and "ps 0: stopped by the chief" in err, (code, err[-2000:])
+    assert (tmp_path / "run" / f"model.ckpt-{step}.safetensors").exists()
+    cluster = Cluster(job, args + ["--set", f"run.max_steps={step + 5}"], chief=True, workers=2, timeout_secs=30, ps=1)
+    results = cluster.start_all().wait(timeout=180)
+    for task, (code, err) in results.items():
+        assert code == 0, (task, err[-2000:])
+    assert f"at step {step}" in results[("chief", 0)][1]
+
+
+def test_launch_stopped_by_sigterm_with_a_ps_task_exits_75_with_the_checkpoint(tmp_path):
+    """SIGTERM to `dtrain launch` reaches every task, the ps task too: the
+    training tasks stop after one step, the chief saves, the ps task serves
+    until then, and launch exits 75."""
+    job = ps_job(tmp_path, 16, "sync", max_steps=1000000, save_steps=1000000)
+    proc = subprocess.Popen([dtrain_bin(), "launch", "--chief", "--workers", "1", "--ps", "1", str(job), "--model-dir",
+                             str(tmp_path / "run"), "--no-eval", "--log-format", "plain"], cwd=SOURCE_ROOT,
+                            env=clean_env(), stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "[chief 0] step " in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    err = "".join(lines) + proc.communicate(timeout=60)[1]
+    assert proc.returncode == 75, err[-3000:]
+    m = re.search(r"\[chief 0\] dtrain: stopped by SIGTERM at step (\d+); checkpoint (\S+) saved", err)
+    assert m, err[-3000:]
+    assert load_file(m.group(2))
+    assert f"[worker 0] dtrain: stopped by SIGTERM at step {m.group(1)};" in err, err[-3000:]
+    assert "[ps 0] ps 0: stopped by the chief" in err and "dtrain launch: ps 0 (127.0.0.1:" in err, err[-3000:]
