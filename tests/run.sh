@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests (doctest) and process-level tests
 # (pytest starting the real dtrain binary) on the release build, then the
-# unit tests, the malformed-job tests and the fuzz corpora again under
-# AddressSanitizer and UBSan. Prints "N passed, N failed" at the end.
+# unit tests, the malformed-job tests, the fuzz corpora and a sample of the
+# stop-signal stress test again under AddressSanitizer and UBSan. Prints "N passed, N failed" at the end.
 #   bash tests/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +68,11 @@ replay_fuzz_corpora() {
   return $ok
 }
 run_suite "fuzz corpora (ASan+UBSan)" replay_fuzz_corpora
+# Stop signals at random moments (start-up, mid-step, checkpoint write,
+# evaluation, all-reduce, ps push) in every strategy, a bounded sample of
+# tests/stress/stop_signal_stress.py (run it with --runs 200 for the full test).
+run_suite "stop-signal stress (ASan+UBSan, 15 runs)" python3 tests/stress/stop_signal_stress.py --runs 15 \
+  --dtrain build-asan/cli/dtrain --out runs/stress-ci --limit 180
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

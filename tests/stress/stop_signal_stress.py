@@ -270,6 +270,7 @@ def main():
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--out", default=str(ROOT / "runs/stress"))
     args = ap.parse_args()
+    args.dtrain = str(pathlib.Path(args.dtrain).resolve())  # the runs start in their own directories
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     args.tmp = tempfile.mkdtemp(prefix="dtrain-stress-")
