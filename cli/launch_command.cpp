@@ -81,7 +81,8 @@ constexpr std::chrono::seconds kKillGrace{5};
 std::string describe_exit(int code) {
   if (code > 128 && code < 128 + 65) {
     const char* abbrev = sigabbrev_np(code - 128);
-    return fmt::format("was killed by {}", abbrev != nullptr ? "SIG" + std::string(abbrev) : std::to_string(code - 128));
+    return fmt::format("was killed by {}",
+                       abbrev != nullptr ? "SIG" + std::string(abbrev) : std::to_string(code - 128));
   }
   return fmt::format("exited with code {}", code);
 }
@@ -218,7 +219,9 @@ int run_launch(const LaunchArgs& a) {
           // A stop (75) ends every task by itself; any other failure should too,
           // told by the coordination service, but a task that never joined
           // the cluster leaves the others waiting for it: launch stops them.
-          if (t.exit_code != static_cast<int>(ExitCode::kStopped) && stops_cluster(t) && !term_at) term_at = std::chrono::steady_clock::now() + kStopGrace;
+          if (t.exit_code != static_cast<int>(ExitCode::kStopped) && stops_cluster(t) && !term_at) {
+            term_at = std::chrono::steady_clock::now() + kStopGrace;
+          }
         }
       } else {
         running = true;

@@ -359,8 +359,9 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         cv_.notify_all();
         if (st.observer) dead_observers_.push_back(st.task.label());
         if (!st.observer) {
+          const std::string since = st.steps_done > 0 ? fmt::format(" since step {}", st.steps_done) : "";
           fail(fmt::format("{} sent no heartbeat for {} s{} (the process died or hung)", st.task.label(),
-                           format_secs(options_.timeout_secs), st.steps_done > 0 ? fmt::format(" since step {}", st.steps_done) : ""));
+                           format_secs(options_.timeout_secs), since));
         }
       }
     }

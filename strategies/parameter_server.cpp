@@ -203,8 +203,9 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
       if (label.rfind("worker ", 0) == 0) dead.push_back(label);
     }
     for (; reported_dead_ < dead.size(); ++reported_dead_) {
-      std::fprintf(stderr, "dtrain: %s is gone (its process ended, or it hung and sent no heartbeat); training goes on with %zu of %d "
-                   "workers\n", dead[reported_dead_].c_str(), static_cast<size_t>(num_workers()) - dead.size(),
+      std::fprintf(stderr,
+                   "dtrain: %s is gone (its process ended, or it hung and sent no heartbeat); training goes on "
+                   "with %zu of %d workers\n", dead[reported_dead_].c_str(), static_cast<size_t>(num_workers()) - dead.size(),
                    num_workers());
     }
   }

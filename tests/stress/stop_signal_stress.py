@@ -230,8 +230,10 @@ class Run:
         if SANITIZER.search(text):
             problems.append("sanitizer report: " + next(l for l in self.lines if SANITIZER.search(l)))
         problems += self.check_checkpoints(text, outcome)
+        if not getattr(self, "handler_installed", True):
+            detail += " (no handler yet)"
         return {"run": self.idx, "strategy": self.strategy, "signal": self.sig.name, "moment": self.moment,
-                "detail": detail + ("" if getattr(self, "handler_installed", True) else " (no handler yet)"), "exit": code, "outcome": outcome, "problems": problems,
+                "detail": detail, "exit": code, "outcome": outcome, "problems": problems,
                 "stderr_tail": text[-3000:] if problems else ""}
 
     def check_checkpoints(self, text, outcome):
