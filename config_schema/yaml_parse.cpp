@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
@@ -197,12 +198,57 @@ Error syntax_error(const Location& where, const std::string& what) {
   return config_error(where.str() + ": YAML syntax error: " + what);
 }
 
+// The byte offset of the first byte that does not belong to a well-formed
+// UTF-8 character (RFC 3629: no overlong forms, no surrogates, at most
+// U+10FFFF), or npos. YAML text is Unicode; yaml-cpp passes bad bytes on,
+// and the resolved job (JSON) could not hold them.
+size_t first_invalid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+    if (b < 0x80) {
+      ++i;
+      continue;
+    } else if (b >= 0xc2 && b <= 0xdf) {
+      n = 1;
+    } else if (b >= 0xe0 && b <= 0xef) {
+      n = 2;
+      if (b == 0xe0) lo = 0xa0;
+      if (b == 0xed) hi = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      n = 3;
+      if (b == 0xf0) lo = 0x90;
+      if (b == 0xf4) hi = 0x8f;
+    } else {
+      return i;
+    }
+    for (size_t k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return i;
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xbf)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 Result<Node> parse_yaml(std::string_view text, const std::string& source) {
   if (text.size() > kMaxBytes) {
     return config_error(source + ": the job file is " + std::to_string(text.size()) + " bytes; expected at most " +
                         std::to_string(kMaxBytes) + " (a job file describes a run; data belongs in data files)");
+  }
+  if (const size_t bad = first_invalid_utf8(text); bad != std::string_view::npos) {
+    const std::string_view before = text.substr(0, bad);
+    const size_t line_start = before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+    const Location where{source, static_cast<int>(std::count(before.begin(), before.end(), '\n')) + 1,
+                         static_cast<int>(bad - line_start) + 1};
+    return config_error(fmt::format("{}: the job file is not UTF-8 text: byte 0x{:02x} cannot start or continue a "
+                                    "character here (save the file as UTF-8)",
+                                    where.str(), static_cast<unsigned char>(text[bad])));
   }
   const std::string owned(text);
   TreeBuilder builder(source, owned);

@@ -272,6 +272,13 @@ def main():
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--out", default=str(ROOT / "runs/stress"))
     args = ap.parse_args()
+    # The runs start with every stop signal at its default action, as from an
+    # interactive shell or a scheduler: a background job of a script would
+    # start with SIGINT ignored, which exec passes on, and a SIGINT that came
+    # before dtrain's handler existed would then be discarded, not "lost".
+    for sig in SIGNALS:
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
     args.dtrain = str(pathlib.Path(args.dtrain).resolve())  # the runs start in their own directories
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
