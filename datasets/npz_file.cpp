@@ -80,6 +80,9 @@ Result<std::vector<uint8_t>> read_zip_member(const ZipArchive& zip, const std::s
   if (lh + 30 > b.size() || le(&b[lh], 4) != 0x04034b50) return data_error(at + "corrupt local header");
   const uint64_t data = lh + 30 + le(&b[lh + 26], 2) + le(&b[lh + 28], 2);
   if (data + m->compressed > b.size()) return data_error(at + "truncated member data");
+  if (m->method != 0 && m->method != 8) {
+    return data_error(fmt::format("{}compression method {} is not supported (only stored and deflated)", at, m->method));
+  }
   if (m->method == 0 && m->compressed != m->size) return data_error(at + "stored member with different sizes");
   // Deflate expands at most 1032 times (RFC 1951: 258 bytes from each 2-bit
   // code, after the block headers): a larger size is a corrupt directory,
@@ -91,7 +94,7 @@ Result<std::vector<uint8_t>> read_zip_member(const ZipArchive& zip, const std::s
   std::vector<uint8_t> out(m->size);
   if (m->method == 0) {
     std::memcpy(out.data(), &b[data], m->size);
-  } else if (m->method == 8) {
+  } else {  // deflated
     z_stream z{};
     if (inflateInit2(&z, -15) != Z_OK) return data_error(at + "zlib init failed");
     z.next_in = const_cast<Bytef*>(&b[data]);
@@ -102,8 +105,6 @@ Result<std::vector<uint8_t>> read_zip_member(const ZipArchive& zip, const std::s
     const uint64_t produced = z.total_out;
     inflateEnd(&z);
     if (rc != Z_STREAM_END || produced != m->size) return data_error(at + "corrupt deflate data");
-  } else {
-    return data_error(fmt::format("{}compression method {} is not supported (only stored and deflated)", at, m->method));
   }
   const uint32_t crc = static_cast<uint32_t>(crc32(0L, out.data(), static_cast<uInt>(out.size())));
   if (crc != m->crc) return data_error(at + "CRC-32 mismatch");
