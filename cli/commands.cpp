@@ -235,7 +235,7 @@ int run_train(const Args& a) {
   }
   // The evaluator follows model_dir until the chief's last step: a stop
   // signal ends it with the default action, as before it started.
-  if (!training_task) default_stop_signal_actions();
+  if (!training_task) stop_signals_end_the_process();
   Status s = training_task ? (*est)->train(!a.no_eval) : (*est)->evaluate_continuously();
   // A stop signal can reach a training task after it has already stopped:
   // dtrain launch and --remote-cluster pass one to every task, and a task may

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,7 @@ struct Task {
   TaskShare share{0, {}};  // threads 0: no --threads from launch; cpus empty: not pinned
   Child child;
   int exit_code = -1;  // -1 while running
+  int forwarded = 0;   // the stop signal passed on to it (0: none yet)
 };
 
 // Gives each task its threads and CPUs (see launch_command.hpp) and returns
@@ -85,6 +87,24 @@ std::string describe_exit(int code) {
                        abbrev != nullptr ? "SIG" + std::string(abbrev) : std::to_string(code - 128));
   }
   return fmt::format("exited with code {}", code);
+}
+
+// Whether process `pid` has a handler for `sig` (SigCgt in /proc/PID/status).
+// A dtrain task installs its handlers before main; until then, while the
+// shared libraries load, a stop signal would kill it.
+bool catches(pid_t pid, int sig) {
+  std::FILE* f = std::fopen(fmt::format("/proc/{}/status", pid).c_str(), "r");
+  if (f == nullptr) return true;  // gone: it will be reaped
+  char line[256];
+  bool caught = true;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "SigCgt:", 7) == 0) {
+      caught = (std::strtoull(line + 7, nullptr, 16) >> (sig - 1)) & 1;
+      break;
+    }
+  }
+  std::fclose(f);
+  return caught;
 }
 
 // Prints a task's output line with its "[type index] " prefix.
@@ -166,11 +186,16 @@ int run_launch(const LaunchArgs& a) {
   // After a task failed: when the rest get SIGTERM, then SIGKILL, if still running.
   std::optional<std::chrono::steady_clock::time_point> term_at, kill_at;
   for (;;) {
-    if (const int sig = signals.last(); sig != 0 && sig != forwarded) {
+    // A stop signal goes on to every task once the task catches it (one
+    // still loading would die of it; it catches it within a few ms).
+    if (const int sig = signals.last(); sig != 0) {
       for (Task& t : tasks) {
-        if (t.exit_code < 0) ::kill(t.child.pid, sig);
+        if (t.exit_code < 0 && t.forwarded != sig && catches(t.child.pid, sig)) {
+          ::kill(t.child.pid, sig);
+          t.forwarded = sig;
+          forwarded = sig;
+        }
       }
-      forwarded = sig;
     }
     std::vector<pollfd> fds;
     std::vector<std::pair<Task*, bool>> owners;  // (task, is stderr)

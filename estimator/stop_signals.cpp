@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <csignal>
 #include <string>
 #include <thread>
@@ -18,16 +19,18 @@ namespace {
 
 std::atomic<int> g_first{0};
 std::atomic<int> g_count{0};
-// After training: the count at that moment plus the one late signal that is
-// ignored; a signal beyond it ends the process. 0: not after training.
-std::atomic<int> g_late_limit{0};
+// A signal whose number (1 for the first) is beyond this ends the process
+// with its default action; none does while it is kNever. After training: the
+// count at that moment plus the one late signal that is ignored.
+constexpr int kNever = std::numeric_limits<int>::max();
+std::atomic<int> g_late_limit{kNever};
 
 extern "C" void on_stop_signal(int sig) {
   int none = 0;
   g_first.compare_exchange_strong(none, sig);
   const int n = g_count.fetch_add(1) + 1;
   const int limit = g_late_limit.load();
-  if (limit > 0 && n > limit) {
+  if (n > limit) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }
@@ -77,7 +80,13 @@ int received_stop_signals() { return g_count.load(); }
 
 void after_training_stop_signals() { g_late_limit.store(g_count.load() + 1); }
 
-void further_stop_signals_end_the_process() { g_late_limit.store(std::max(g_count.load(), 1)); }
+void further_stop_signals_end_the_process() { g_late_limit.store(g_count.load()); }
+
+void stop_signals_end_the_process() {
+  g_late_limit.store(0);
+  // One that came already: again, to the process (the signal thread takes it).
+  if (const int sig = g_first.load(); sig != 0) kill(getpid(), sig);
+}
 
 void default_stop_signal_actions() {
   for (int sig : kStopSignals) std::signal(sig, SIG_DFL);

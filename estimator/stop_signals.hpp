@@ -35,8 +35,15 @@ void after_training_stop_signals();
 // ends the process at once (default action).
 void further_stop_signals_end_the_process();
 
-// For commands and roles that do not stop gracefully (evaluate, predict,
-// export, data, an evaluator task): the default actions again; a signal
+// For the evaluator task: a stop signal ends the process with its default
+// action (at once if one came already), as default_stop_signal_actions()
+// does, but the handler stays installed, so that the process still shows
+// it catches the signals (dtrain launch forwards a signal to a task only once
+// it catches it: before, the task is still loading and would die of it).
+void stop_signals_end_the_process();
+
+// For commands that do not stop gracefully (evaluate, predict, export,
+// data): the default actions again; a signal
 // already received is raised again now, with its default action.
 void default_stop_signal_actions();
 

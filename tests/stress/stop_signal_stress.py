@@ -270,6 +270,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--limit", type=float, default=120, help="seconds a run may take to reach a moment or to end")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
+    ap.add_argument("--moments", default="", help="only these moments (comma-separated), e.g. start-up")
     ap.add_argument("--out", default=str(ROOT / "runs/stress"))
     args = ap.parse_args()
     # The runs start with every stop signal at its default action, as from an
@@ -287,15 +288,17 @@ def main():
     strategies = args.strategies.split(",")
     plan = []
     # Every (strategy, signal, moment) at least once, then random ones.
+    only = [m for m in args.moments.split(",") if m]
+    pick = lambda s: [m for m in moments_for(s) if not only or m in only]  # noqa: E731
     for s in strategies:
         for sig in SIGNALS:
-            for m in moments_for(s):
+            for m in pick(s):
                 plan.append((s, sig, m))
     rng.shuffle(plan)
     plan = plan[:args.runs]
     while len(plan) < args.runs:
         s = rng.choice(strategies)
-        plan.append((s, rng.choice(SIGNALS), rng.choice(moments_for(s))))
+        plan.append((s, rng.choice(SIGNALS), rng.choice(pick(s))))
     results = []
     t0 = time.monotonic()
     for i, (s, sig, m) in enumerate(plan):
