@@ -93,7 +93,7 @@ Result<std::vector<uint8_t>> read_zip_member(const ZipArchive& zip, const std::s
   }
   std::vector<uint8_t> out(m->size);
   if (m->method == 0) {
-    std::memcpy(out.data(), &b[data], m->size);
+    if (m->size > 0) std::memcpy(out.data(), &b[data], m->size);  // an empty vector's data() may be null
   } else {  // deflated
     z_stream z{};
     if (inflateInit2(&z, -15) != Z_OK) return data_error(at + "zlib init failed");
