@@ -154,8 +154,9 @@ class Run:
                  "all_reduce": "all_reduce:300", "ps push": "ps push:300"}.get(self.moment)
         if pause:
             env["DTRAIN_TEST_PAUSE"] = pause
+        # A session of its own: a run that must be killed takes its tasks with it.
         self.proc = subprocess.Popen(self.command(job), cwd=self.dir, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True, errors="replace")
+                                     stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
         t = threading.Thread(target=self.reader, args=(self.proc.stderr,), daemon=True)
         t.start()
         started = time.monotonic()
@@ -185,6 +186,13 @@ class Run:
         self.proc.send_signal(self.sig)
         return self.finish(started, None, detail)
 
+    def kill_all(self):
+        """SIGKILL to the run's whole session (launch's tasks too)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
     def wait_for_count(self, text, count, timeout):
         end = time.monotonic() + timeout
         with self.cv:
@@ -199,12 +207,12 @@ class Run:
     def finish(self, started, setup_problem, detail=""):
         problems = []
         if setup_problem:
-            self.proc.kill()
+            self.kill_all()
             problems.append(setup_problem)
         try:
             self.proc.wait(timeout=self.args.limit)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            self.kill_all()
             self.proc.wait()
             problems.append(f"still running {self.args.limit} s after the signal (lost or hung)")
         time.sleep(0.1)
