@@ -22,6 +22,13 @@ from test_collective import Cluster, mlp_collective_job
 MLP = SOURCE_ROOT / "sample_configs/mnist_mlp.yaml"
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1]
 
+# dtrain starts here with SIGINT at its default action, as from a terminal or a
+# scheduler. A test runner started as a background job of a script has SIGINT
+# ignored, which exec passes on: a SIGINT sent before dtrain's handler exists
+# (the first ms) would then be discarded by the kernel, as README says.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def train_and_signal(model_dir, sig, delay):
     env = clean_env()
