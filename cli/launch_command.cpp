@@ -164,7 +164,11 @@ int run_launch(const LaunchArgs& a) {
     argv.insert(argv.end(), a.train_args.begin(), a.train_args.end());
     if (t.share.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(t.share.threads)});
     const nlohmann::json tf_config = {{"cluster", cluster}, {"task", {{"type", t.type}, {"index", t.index}}}};
-    auto child = spawn_child(argv, {"TF_CONFIG=" + tf_config.dump()}, "", t.share.cpus);
+    // DTRAIN_LAUNCH_PID: the task gets SIGTERM if this process dies
+    // (PR_SET_PDEATHSIG, cli/main.cpp), so a kill -9 of launch stops its tasks
+    // as a stop signal does (a checkpoint, exit 75) instead of leaving them training.
+    auto child = spawn_child(argv, {"TF_CONFIG=" + tf_config.dump(), fmt::format("DTRAIN_LAUNCH_PID={}", ::getpid())},
+                             "", t.share.cpus);
     if (!child) {
       for (Task& started : tasks) {
         if (started.child.pid > 0) ::kill(started.child.pid, SIGTERM);

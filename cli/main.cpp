@@ -2,6 +2,8 @@
 // the subcommand table (cli/commands.cpp). Exit codes: 0 ok, 1 failure,
 // 2 usage or job-file error, 3 data error, 4 cluster error.
 #include <malloc.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -28,6 +30,16 @@ __attribute__((constructor(101))) static void catch_stop_signals_early() {
   // fails with EPIPE and becomes dtrain's cluster error naming the task; left
   // at its default, SIGPIPE ended the surviving task silently (exit -13).
   std::signal(SIGPIPE, SIG_IGN);
+  // A task of `dtrain launch` stops when launch dies, even of SIGKILL: the
+  // kernel sends SIGTERM, which the handlers above take as a stop. launch
+  // spawns its tasks from its main thread, whose end is the process's end.
+  // Had launch died before this line, the task is already an orphan.
+  if (const char* parent = std::getenv("DTRAIN_LAUNCH_PID"); parent != nullptr) {
+    const long want = std::strtol(parent, nullptr, 10);
+    ::unsetenv("DTRAIN_LAUNCH_PID");
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != static_cast<pid_t>(want)) std::raise(SIGTERM);
+  }
 }
 
 int main(int argc, char** argv) {

@@ -367,3 +367,55 @@ def test_launch_stops_the_others_when_a_task_fails_before_the_cluster_forms(tmp_
     assert f"dtrain launch: worker 0 (127.0.0.1:{port}) exited with code 4" in err, err[-3000:]
     assert "dtrain launch: the other tasks did not end within 10 s of the failure; stopping them" in err, err[-3000:]
     assert 10 <= elapsed < 10 + 5 + 10, (elapsed, err[-3000:])
+
+
+# Run as a separate Python process: it makes itself the child subreaper, so
+# that the tasks of the launch it kills become its children and their exit
+# codes can be read.
+_ORPHAN_WATCHER = r"""
+import ctypes, json, os, signal, subprocess, sys, time
+PR_SET_CHILD_SUBREAPER = 36
+assert ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+launch = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 60
+tasks = []
+while time.monotonic() < deadline and len(tasks) < 2:
+    tasks = [int(p) for p in open(f"/proc/{launch.pid}/task/{launch.pid}/children").read().split()]
+    time.sleep(0.05)
+assert len(tasks) == 2, tasks
+time.sleep(4)  # training for a while
+assert launch.poll() is None
+os.kill(launch.pid, signal.SIGKILL)
+killed = time.monotonic()
+launch.wait()
+ends = {}
+while len(ends) < len(tasks) and time.monotonic() < killed + 60:
+    pid, status = os.waitpid(-1, os.WNOHANG)
+    if pid == 0:
+        time.sleep(0.05)
+    elif pid in tasks:
+        ends[pid] = (os.waitstatus_to_exitcode(status), time.monotonic() - killed)
+for pid in tasks:
+    if pid not in ends:
+        os.kill(pid, signal.SIGKILL)
+print(json.dumps({"ends": list(ends.values()), "still_running": [p for p in tasks if p not in ends]}))
+"""
+
+
+def test_sigkill_of_launch_stops_its_tasks_as_a_stop_signal_does(tmp_path):
+    """kill -9 of `dtrain launch` (which cannot forward anything): its tasks get
+    SIGTERM from the kernel (PR_SET_PDEATHSIG) and stop as after a stop signal,
+    at one step with a checkpoint and exit 75, instead of training on as orphans."""
+    job = mlp_collective_job(tmp_path, 16, max_steps=1000000, save_steps=1000000)
+    run = tmp_path / "run"
+    out = subprocess.run(["python3", "-c", _ORPHAN_WATCHER, dtrain_bin(), "launch", "--workers", "2", str(job),
+                          "--model-dir", str(run), "--no-eval", "--log-format", "plain"],
+                         cwd=SOURCE_ROOT, env=clean_env(), capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["still_running"] == [], result
+    assert [code for code, _ in result["ends"]] == [75, 75], result
+    assert all(seconds < 15 for _, seconds in result["ends"]), result
+    saved = sorted(run.glob("model.ckpt-*.safetensors"))
+    assert len(saved) == 1 and int(saved[0].name.split("-")[1].split(".")[0]) > 0, saved
+    assert load_file(str(saved[0]))
