@@ -18,12 +18,14 @@
 #include "engine/io/summary_writer.hpp"
 #include "engine/status.hpp"
 #include "engine/threads.hpp"
+#include "estimator/hooks/training_hook.hpp"
 #include "estimator/logger.hpp"
 #include "strategies/strategy.hpp"
 
 namespace dtrain {
 
 class EarlyStopping;
+struct TrainingSetup;
 
 struct EstimatorOptions {
   LogFormat log_format = LogFormat::kAuto;
@@ -171,6 +173,20 @@ class Estimator {
   // task agrees, as after a step, the chief requeues a Slurm job on SIGUSR1,
   // and train() returns this kStopped error. Ok when none came.
   Status stop_before_first_step(bool multi_worker, bool chief);
+  // Everything train() does before its first step (estimator/train_setup.cpp):
+  // model_dir, the vocabulary, restore or warm start, the cluster's start
+  // state, the input; sets t.nothing_to_train when there is no step to take.
+  Status prepare_training(bool evaluate_during, TrainingSetup& t);
+  // The loop's hooks in their order (estimator/hooks/): they refer to `t`,
+  // this Estimator's logger, writer and strategy, which outlive them.
+  HookList make_training_hooks(TrainingSetup& t);
+  // After a step at which training stops for a stop signal (`stop_signal`:
+  // this task's, or -1 for another task's): the chief requeues a Slurm job on
+  // SIGUSR1, every task waits for the chief's checkpoint, the ps tasks are
+  // stopped; returns the kStopped error that says so.
+  Status stop_after_step(int stop_signal, bool multi_worker, bool chief);
+  // When a task received SIGUSR1: options_.on_requeue_signal for `checkpoint`, logged.
+  void requeue(const std::string& checkpoint);
   // run.warm_start (a run with no checkpoint of its own): restores the
   // warm-started state through the strategy and logs what was copied and
   // every variable left to its initializer.

@@ -30,6 +30,7 @@ class CollectiveStrategy final : public MirroredStrategy {
   Status sync_start(std::vector<int64_t>& values) override;
   bool any_worker(bool flag) override;
   std::pair<double, double> last_comm_seconds() const override { return last_comm_; }
+  std::vector<std::string> comm_report(const CommTotals& totals) const override;
 
  private:
   // Bucket `bucket` of replica 0's gradients summed over the workers.

@@ -255,10 +255,13 @@ Status ParameterServerStrategy::finish_training() {
   return Status::Ok();
 }
 
-std::string ParameterServerStrategy::comm_summary(int64_t steps) const {
-  if (steps <= 0) return "";
-  return fmt::format("parameter servers: this worker pulled {} B and pushed {} B per step (tensor payloads)",
-                     bytes_pulled() / steps, bytes_pushed() / steps);
+std::vector<std::string> ParameterServerStrategy::comm_report(const CommTotals& t) const {
+  if (t.steps <= 0) return {};
+  const auto steps = static_cast<double>(t.steps);
+  return {fmt::format("ps RPCs (pull and push): {:.2f} ms per step of {:.2f} ms (mean over {} steps)",
+                      1e3 * t.seconds / steps, t.step_ms, t.steps),
+          fmt::format("parameter servers: this worker pulled {} B and pushed {} B per step (tensor payloads)",
+                      bytes_pulled() / t.steps, bytes_pushed() / t.steps)};
 }
 
 int64_t ParameterServerStrategy::bytes_pulled() const {

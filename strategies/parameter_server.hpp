@@ -38,7 +38,7 @@ class ParameterServerStrategy final : public ReplicatedStrategy {
   bool any_worker(bool flag) override;
   int64_t global_step_after(int64_t step) const override;
   std::string describe() const override;
-  std::string comm_summary(int64_t steps) const override;
+  std::vector<std::string> comm_report(const CommTotals& totals) const override;
   Status finish_training() override;
   std::pair<double, double> last_comm_seconds() const override { return {last_rpc_seconds_, last_rpc_seconds_}; }
   // Bytes pulled and pushed so far by this worker.

@@ -70,10 +70,17 @@ class Strategy {
   // True on every worker when `flag` is true on any (a stop signal, the end
   // of a worker's input), so that all workers stop after the same step.
   virtual bool any_worker(bool flag) { return flag; }
-  // Communication totals worth printing at the end of training ("" = none).
-  virtual std::string comm_summary(int64_t steps) const {
-    (void)steps;
-    return "";
+  // The lines worth printing about communication at the end of training,
+  // from the totals of last_comm_seconds() over `steps` steps of `step_ms`
+  // each (none for single-process strategies).
+  struct CommTotals {
+    double seconds = 0, exposed_seconds = 0;
+    int64_t steps = 0;
+    double step_ms = 0;
+  };
+  virtual std::vector<std::string> comm_report(const CommTotals& totals) const {
+    (void)totals;
+    return {};
   }
   // Start-up details worth printing (e.g. a parameter server placement); "".
   virtual std::string describe() const { return ""; }
