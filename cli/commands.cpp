@@ -80,19 +80,19 @@ Result<std::optional<ResolvedCluster>> training_cluster(const JobSpec& job, cons
   if (!rc) return rc.error();
   if (rc->is_local()) return std::optional<ResolvedCluster>();
   const std::string& type = job.strategy.type;
-  if (rc->task.type == "ps" && type != "parameter_server") {
+  const StrategyTraits traits = strategy_traits(job.strategy);
+  if (rc->task.type == "ps" && !traits.needs_ps_tasks) {
     return config_error(fmt::format("{}: this task is ps {} (from {}), but strategy.type is \"{}\"; ps tasks "
                                     "serve the parameter_server strategy",
                                     path, rc->task.index, rc->source, type));
   }
-  if (type == "parameter_server" && rc->cluster.count("ps") == 0) {
-    return config_error(fmt::format("{}: strategy.type: parameter_server needs ps tasks in the cluster, but the "
+  if (traits.needs_ps_tasks && rc->cluster.count("ps") == 0) {
+    return config_error(fmt::format("{}: strategy.type: {} needs ps tasks in the cluster, but the "
                                     "cluster from {} has none; add ps tasks (TF_CONFIG's cluster.ps, dtrain launch "
                                     "--ps N, or ps=HOST:PORT in --remote-cluster)",
-                                    path, rc->source));
+                                    path, type, rc->source));
   }
-  const bool spans_processes = type == "collective" || type == "parameter_server";
-  if (rc->cluster.num_training_tasks() > 1 && !spans_processes) {
+  if (rc->cluster.num_training_tasks() > 1 && !traits.spans_processes) {
     return config_error(fmt::format(
         "{}: strategy.type: \"{}\" trains in one process, but the cluster from {} has {} training tasks; use "
         "strategy collective to train across them, or run a single task",
@@ -217,8 +217,8 @@ int run_train(const Args& a) {
   std::unique_ptr<ClusterRuntime> cluster;
   if (*rc) {
     ClusterRuntime::JoinOptions join;
-    join.with_ps = job->strategy.type == "parameter_server";
-    join.workers_may_die = join.with_ps && job->strategy.mode == "async";
+    join.with_ps = strategy_traits(job->strategy).needs_ps_tasks;
+    join.workers_may_die = strategy_traits(job->strategy).workers_may_die;
     auto joined = ClusterRuntime::join(**rc, join);
     if (!joined) return fail(joined.error());
     cluster = std::move(*joined);

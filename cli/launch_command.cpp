@@ -19,6 +19,7 @@
 #include "config_schema/job_loader.hpp"
 #include "engine/status.hpp"
 #include "engine/threads.hpp"
+#include "strategies/strategy.hpp"
 
 namespace dtrain::cli {
 namespace {
@@ -182,7 +183,7 @@ int run_launch(const LaunchArgs& a) {
   // The tasks whose failure ends the training (as the coordination service
   // monitors them): not the evaluator, nor in async parameter_server mode a
   // worker other than the first (training goes on without it).
-  const bool workers_may_die = job->strategy.type == "parameter_server" && job->strategy.mode == "async";
+  const bool workers_may_die = strategy_traits(job->strategy).workers_may_die;
   auto stops_cluster = [&](const Task& t) {
     if (t.type == "evaluator") return false;
     return !(workers_may_die && t.type == "worker" && (a.chief || t.index > 0));

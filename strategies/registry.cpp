@@ -129,14 +129,19 @@ Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
 struct StrategyRow {
   const char* name;
   Factory factory;  // null: defined by the job schema, not built into this dtrain yet
+  // What the strategy needs of a cluster (StrategyTraits).
+  bool spans_processes;
+  bool needs_ps_tasks;
+  bool has_async_mode;  // strategy.mode: async lets workers other than the chief come and go
 };
 
+//  name                factory                spans  ps     async
 const StrategyRow kStrategies[] = {
-    {"one_device", make_one_device},
-    {"towers", make_towers},
-    {"mirrored", make_mirrored},
-    {"collective", make_collective},
-    {"parameter_server", make_parameter_server},
+    {"one_device",       make_one_device,       false, false, false},
+    {"towers",           make_towers,           false, false, false},
+    {"mirrored",         make_mirrored,         false, false, false},
+    {"collective",       make_collective,       true,  false, false},
+    {"parameter_server", make_parameter_server, true,  true,  true},
 };
 
 }  // namespace
@@ -224,6 +229,15 @@ Status check_job_devices(const JobSpec& job, const Program& program) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
   return check_precision(job, program, *devices);
+}
+
+StrategyTraits strategy_traits(const StrategySpec& spec) {
+  for (const StrategyRow& row : kStrategies) {
+    if (spec.type == row.name) {
+      return {row.spans_processes, row.needs_ps_tasks, row.has_async_mode && spec.mode == "async"};
+    }
+  }
+  return {};
 }
 
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {

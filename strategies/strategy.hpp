@@ -106,6 +106,16 @@ class ClusterRuntime;
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program,
                                                 ClusterRuntime* cluster = nullptr);
 
+// What a strategy needs of the cluster it runs in, from the strategy table's
+// flags: cli/ and estimator/ read these, never strategy names.
+struct StrategyTraits {
+  bool spans_processes = false;  // trains across a cluster's tasks (one process otherwise)
+  bool needs_ps_tasks = false;   // its variables live on the cluster's ps tasks
+  bool workers_may_die = false;  // a worker other than the chief may end without stopping training
+};
+// The traits of spec.type (all false for a type not in the table).
+StrategyTraits strategy_traits(const StrategySpec& spec);
+
 // What make_strategy checks before it needs the machine: the job's devices
 // resolve, and every layer, loss, optimizer and reduction of `program` has a
 // backend on each of them in the job's compute type (a config error naming

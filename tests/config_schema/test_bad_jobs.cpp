@@ -47,7 +47,10 @@ TEST_CASE("bad_jobs: each malformed job gives its expected message and exit code
 
   LoadOptions options;  // check_files on, as `dtrain validate`
   options.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  for (const auto& [name, want] : expected.items()) {
+  for (const auto& item : expected.items()) {
+    // Plain names, not a structured binding: INFO captures them in a lambda (clang 14 cannot).
+    const std::string name = item.key();
+    const auto& want = item.value();
     INFO("tests/bad_jobs/" << name);
     REQUIRE(files.count(name) == 1);
     Result<JobSpec> r = load_job("tests/bad_jobs/" + name, options);
