@@ -43,7 +43,8 @@ TEST_CASE("schema: the embedded text is config_schema/job.schema.json") {
 
 TEST_CASE("schema: uses only the keywords our validator implements") {
   walk(job_schema(), "", [](const Json& s, const std::string& path) {
-    for (const auto& [key, value] : s.items()) {
+    for (const auto& item : s.items()) {
+      const std::string& key = item.key();
       INFO(path << " uses " << key);
       CHECK(is_supported_keyword(key));
     }
@@ -62,7 +63,9 @@ TEST_CASE("schema: every object is closed and every field is documented with a d
     std::vector<std::string> required;
     if (s.contains("required"))
       for (const Json& r : s["required"]) required.push_back(r.get<std::string>());
-    for (const auto& [key, prop] : s["properties"].items()) {
+    for (const auto& item : s["properties"].items()) {
+      const std::string& key = item.key();
+      const auto& prop = item.value();
       INFO(path << "." << key);
       CHECK(prop.contains("description"));
       const bool is_required = std::find(required.begin(), required.end(), key) != required.end();
@@ -89,7 +92,9 @@ void check_defaults(const Json& value, const Json& schema, const std::string& pa
                     const std::vector<std::string>& computed) {
   const Json s = resolve_ref(job_schema(), schema);
   if (!s.contains("properties") || !value.is_object()) return;
-  for (const auto& [key, prop] : s["properties"].items()) {
+  for (const auto& item : s["properties"].items()) {
+    const std::string& key = item.key();
+    const auto& prop = item.value();
     const std::string p = path + "." + key;
     if (!value.contains(key)) continue;
     const Json resolved_prop = resolve_ref(job_schema(), prop);

@@ -90,7 +90,8 @@ std::vector<uint8_t> windowed(const std::string& jpeg, int64_t c, const JpegResa
 JpegResample crop(CropBox box, int64_t out_h, int64_t out_w) { return {box, out_h, out_w, CropBox{0, 0, out_h, out_w}}; }
 
 TEST_CASE("jpeg window: at 8/8 the windowed decode equals full decode + resize, for any window") {
-  for (const auto& [h, w, c] : {std::tuple{61, 83, 3}, std::tuple{64, 48, 3}, std::tuple{37, 29, 1}}) {
+  for (const auto& hwc : {std::tuple{61, 83, 3}, std::tuple{64, 48, 3}, std::tuple{37, 29, 1}}) {
+    const int h = std::get<0>(hwc), w = std::get<1>(hwc), c = std::get<2>(hwc);
     const std::string jpeg = encode_jpeg(h, w, c, static_cast<uint32_t>(h * w));
     auto header = read_jpeg_header(jpeg, "test");
     REQUIRE(header.ok());

@@ -122,7 +122,9 @@ TEST_CASE("synthetic_sequence: in is_sorted the multiset of tokens carries no in
   // And each multiset (of those with two distinct values, 12 of the 15) comes
   // with both labels equally often, within 4 standard deviations.
   CHECK(by_bag.size() == 12);
-  for (const auto& [multiset, c] : by_bag) {
+  for (const auto& bag : by_bag) {
+    const auto& multiset = bag.first;
+    const auto& c = bag.second;
     const auto total = static_cast<double>(c[0] + c[1]);
     CAPTURE(multiset[0] * 1000 + multiset[1] * 100 + multiset[2] * 10 + multiset[3]);
     CHECK(total > 500);

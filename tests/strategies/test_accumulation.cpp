@@ -34,7 +34,9 @@ void check_accumulation(const char* layers, int64_t batch, int64_t k,
   batches.pop_back();
   const TrainRun ref = train_run(ref_job, batches, probe);
   CHECK(compare_states(ref.state, ref.initial).worst > 1e-2);
-  for (const auto& [type, n] : runs) {
+  for (const auto& entry : runs) {
+    const auto& type = entry.first;
+    const int n = entry.second;
     INFO(fmt::format("{}({} x {}) batch {} accumulation_steps {}", type, n, device_kind, batch, k));
     const TrainRun run =
         train_run(accumulating(equivalence_job(layers, kSgdMomentum, type, n, "mean", device_kind), k), batches, probe);
@@ -99,7 +101,9 @@ void check_same_bits(const char* layers, int64_t batch, int64_t rows,
   batches.pop_back();
   const TrainRun ref = train_run(ref_job, batches, probe);
   CHECK(compare_states(ref.state, ref.initial).worst > 1e-2);
-  for (const auto& [type, n] : runs) {
+  for (const auto& entry : runs) {
+    const auto& type = entry.first;
+    const int n = entry.second;
     INFO(fmt::format("{}({} x {}) batch {} micro_batch_rows {}", type, n, device_kind, batch, rows));
     const TrainRun run = train_run(
         micro_batches_of(equivalence_job(layers, kAdam, type, n, "mean", device_kind), rows), batches, probe);

@@ -149,7 +149,9 @@ TEST_CASE("equivalence: towers and mirrored train the MLP like one_device (adam)
 TEST_CASE("equivalence: loss_reduction scales the gradient of the global batch's loss sum") {
   const char* linear = "    - {type: flatten}\n    - {type: dense, units: 10}\n";
   const std::vector<std::pair<const char*, int>> strategies = {{"one_device", 1}, {"towers", 3}, {"mirrored", 3}};
-  for (const auto& [type, n] : strategies) {
+  for (const auto& strategy : strategies) {
+    const auto& type = strategy.first;
+    const int n = strategy.second;
     for (const std::string reduction : {"sum", "mean"}) {
       const JobSpec job = equivalence_job(linear, kPlainSgd, type, n, reduction);
       INFO(fmt::format("{}({}) loss_reduction {}", type, n, reduction));
@@ -210,7 +212,9 @@ TEST_CASE("equivalence: in bfloat16, towers and mirrored on cpu and debug device
 }
 
 void check_restore(const std::string& device_kind) {
-  for (const auto& [label, layers] : {std::pair{"mlp", kMlpLayers}, std::pair{"cnn", kCnnLayers}}) {
+  for (const auto& entry : {std::pair{"mlp", kMlpLayers}, std::pair{"cnn", kCnnLayers}}) {
+    const char* label = entry.first;
+    const auto& layers = entry.second;
     const JobSpec ref_job = equivalence_job(layers, kSgdMomentum, "one_device", 1, "mean");
     const std::vector<Batch> batches = take_batches(ref_job, 12, kSteps);
     const Batch eval = take_batches(ref_job, 10, 30).back();  // examples 290..299, not trained on

@@ -99,7 +99,9 @@ TEST_CASE("sequence equivalence: towers and mirrored train a (B, T, C) model lik
 TEST_CASE("sequence equivalence: the loss and its gradient average over the batch and every position, split or not") {
   const std::vector<std::pair<const char*, int>> strategies = {{"one_device", 1}, {"towers", 2}, {"mirrored", 2},
                                                                {"mirrored", 3}};
-  for (const auto& [type, n] : strategies) {
+  for (const auto& strategy : strategies) {
+    const auto& type = strategy.first;
+    const int n = strategy.second;
     INFO(fmt::format("{}({})", type, n));
     const JobSpec job = sequence_job(type, n, false, kPlainSgd);
     const Batch b = take_batches(job, 10, 1).front();

@@ -170,7 +170,8 @@ TEST_CASE("kernels::matmul bf16 matches f32 for every transpose and bias (odd si
 TEST_CASE("kernels::matmul bf16 matches f32 on mnist_cnn's dense layers") {
   // Per layer: forward y = x W + b, backward-data dx = dy W^T, backward-weights dW = x^T dy.
   for (int64_t batch : {64, 256}) {
-    for (auto [in, out] : {std::pair<int64_t, int64_t>{3136, 128}, {128, 10}}) {
+    for (const auto& io : {std::pair<int64_t, int64_t>{3136, 128}, {128, 10}}) {
+      const int64_t in = io.first, out = io.second;
       CAPTURE(batch);
       CAPTURE(in);
       check_bf16_against_f32({batch, out, in}, true, 21);

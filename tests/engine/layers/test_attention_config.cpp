@@ -34,10 +34,12 @@ TEST_CASE("attention: variables with Keras names and shapes; model summary with 
   CHECK(job->resolved_yaml.find("      num_heads: 2\n      key_dim: 3\n      value_dim: 5\n      output_shape: 6\n"
                                 "      dropout: 0.0\n      use_bias: true\n      use_causal_mask: true\n") !=
         std::string::npos);
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"num_heads: 2", "num_heads: 3"},
-                                 {"key_dim: 2", "key_dim: 4"}, {"value_dim: 5", "value_dim: 4"},
-                                 {"output_shape: 6", "output_shape: 5"}, {"dropout: 0.1", "dropout: 0.2"},
-                                 {"use_causal_mask: true", "use_causal_mask: false"}}) {
+  for (const auto& change : {std::pair<std::string, std::string>{"num_heads: 2", "num_heads: 3"},
+                              {"key_dim: 2", "key_dim: 4"}, {"value_dim: 5", "value_dim: 4"},
+                              {"output_shape: 6", "output_shape: 5"}, {"dropout: 0.1", "dropout: 0.2"},
+                              {"use_causal_mask: true", "use_causal_mask: false"}}) {
+    const std::string& from = change.first;
+    const std::string& to = change.second;
     CAPTURE(from);
     std::string changed = text;
     changed.replace(changed.find(from), from.size(), to);

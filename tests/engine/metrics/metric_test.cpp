@@ -121,7 +121,9 @@ TEST_CASE("summing the states of two half-batches gives the state of the whole b
   std::mt19937 gen(11);
   std::normal_distribution<float> normal(0.0f, 2.0f);
   const int64_t b = 13, c = 4;
-  for (const auto& [name, losses] : plan) {
+  for (const auto& entry : plan) {
+    const std::string& name = entry.first;
+    const auto& losses = entry.second;
     for (const std::string& loss_name : losses) {
       CAPTURE(name);
       CAPTURE(loss_name);
