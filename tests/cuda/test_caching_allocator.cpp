@@ -190,7 +190,8 @@ TEST_CASE("cuda allocator: large blocks split only when more than 1 MiB would re
 TEST_CASE("cuda allocator: a freed block is reused by its own stream only") {
   Fixture f;
   // Both orders of stream ids: the free sets are sorted by stream first.
-  for (const auto& [mine, other] : {std::pair<StreamId, StreamId>{1, 2}, std::pair<StreamId, StreamId>{4, 3}}) {
+  for (const auto& streams : {std::pair<StreamId, StreamId>{1, 2}, std::pair<StreamId, StreamId>{4, 3}}) {
+    const StreamId mine = streams.first, other = streams.second;
     CAPTURE(mine);
     const uint64_t before = f.log.allocs;
     void* p1 = f.get(4 * KiB, mine);

@@ -32,7 +32,10 @@ bool all_finite(const NamedTensors& state) {
 TEST_CASE("mixed precision: a non-finite step is skipped by every replica, then training goes on") {
   const std::vector<std::tuple<std::string, int, std::string>> cases = {
       {"one_device", 1, "cpu"}, {"towers", 2, "cpu"}, {"mirrored", 3, "cpu"}, {"mirrored", 2, "debug"}};
-  for (const auto& [type, n, kind] : cases) {
+  for (const auto& c : cases) {
+    const std::string& type = std::get<0>(c);
+    const int n = std::get<1>(c);
+    const std::string& kind = std::get<2>(c);
     INFO(fmt::format("{}({} x {})", type, n, kind));
     const JobSpec job = equivalence_job(kMlpLayers, kSgdMomentum, type, n, "mean", kind, "bfloat16");
     std::vector<Batch> batches = take_batches(job, 12, 2);
