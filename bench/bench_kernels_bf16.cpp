@@ -30,7 +30,7 @@
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/onednn_context.hpp"
 #include "engine/kernels/pool.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace {
 

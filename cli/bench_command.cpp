@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_schema/job_loader.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "estimator/estimator.hpp"
 
 namespace dtrain::cli {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cli {
 

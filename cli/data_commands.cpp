@@ -12,7 +12,7 @@
 
 #include "datasets/example_convert.hpp"
 #include "datasets/source.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cli {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "datasets/fetch/catalog.hpp"
 #include "datasets/fetch/fetch.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cli {
 

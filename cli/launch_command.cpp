@@ -17,7 +17,7 @@
 
 #include "cli/child_process.hpp"
 #include "config_schema/job_loader.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/threads.hpp"
 #include "strategies/strategy.hpp"
 

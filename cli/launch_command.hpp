@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
-#include "engine/status.hpp"
+#include "engine/base/job_spec.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cli {
 

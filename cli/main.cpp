@@ -13,7 +13,7 @@
 
 #include "cli/commands.hpp"
 #include "engine/cpu_isa.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/thread_errors.hpp"
 #include "engine/version.hpp"
 #include "estimator/stop_signals.hpp"

@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "cli/child_process.hpp"
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 #include "engine/thread_errors.hpp"
 #include "engine/version.hpp"
 #include "task_server.grpc.pb.h"

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
-#include "engine/status.hpp"
+#include "engine/base/job_spec.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cli {
 

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "cli/child_process.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/version.hpp"
 #include "strategies/rpc_guard.hpp"
 #include "task_server.grpc.pb.h"

@@ -8,7 +8,7 @@
 #include <optional>
 #include <set>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 #include "config_schema/keras_names.hpp"
 
 namespace dtrain {

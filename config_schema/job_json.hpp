@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 
 namespace dtrain {
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
-#include "engine/status.hpp"
+#include "engine/base/job_spec.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

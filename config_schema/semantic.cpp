@@ -5,9 +5,9 @@
 #include <map>
 #include <regex>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 
 namespace dtrain {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "config_schema/yaml_tree.hpp"
 
 namespace dtrain {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <regex>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 
 namespace dtrain {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config_schema/diagnostics.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/profiler.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

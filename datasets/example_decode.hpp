@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
-#include "engine/status.hpp"
+#include "engine/base/job_spec.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

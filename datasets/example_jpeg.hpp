@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -14,7 +14,7 @@
 
 #include "datasets/example_decode.hpp"
 #include "datasets/map_ops.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

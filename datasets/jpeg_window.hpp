@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "datasets/resized_crop.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "datasets/augment_image.hpp"
 #include "datasets/dataset.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/rng.hpp"
 #include "engine/tensor.hpp"
 

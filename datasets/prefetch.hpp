@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "datasets/dataset.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

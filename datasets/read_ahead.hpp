@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "datasets/tfrecord_reader.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

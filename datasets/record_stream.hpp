@@ -16,7 +16,7 @@
 #include "datasets/dataset.hpp"
 #include "datasets/read_ahead.hpp"
 #include "datasets/tfrecord_reader.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

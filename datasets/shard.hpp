@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

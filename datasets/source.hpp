@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/pipeline.hpp"
 #include "datasets/text_vocab.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

@@ -5,10 +5,10 @@
 
 #include <memory>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/pipeline.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "datasets/tfrecord_file.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -11,18 +11,13 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/initializer_spec.hpp"
 #include "engine/ops/context.hpp"
 #include "engine/profiler.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {
-
-struct InitializerSpec {
-  std::string type = "glorot_uniform";  // glorot_uniform | he_normal | random_uniform | zeros | constant | ones
-  float value = 0.0f;                   // for constant
-  float minval = -0.05f, maxval = 0.05f;  // for random_uniform: U(minval, maxval), Keras' defaults
-};
 
 // A variable a layer needs. Shapes follow TensorFlow/Keras conventions:
 // dense kernel (in, out); conv2d kernel (kh, kw, in, out); bias (out).

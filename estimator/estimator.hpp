@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "datasets/pipeline.hpp"
 #include "datasets/text_vocab.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/summary_writer.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/threads.hpp"
 #include "estimator/hooks/training_hook.hpp"
 #include "estimator/logger.hpp"

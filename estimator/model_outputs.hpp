@@ -9,7 +9,7 @@
 
 #include "datasets/dataset.hpp"
 #include "datasets/pipeline.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "strategies/program.hpp"
 #include "strategies/strategy.hpp"
 

@@ -10,7 +10,7 @@
 #include <map>
 #include <regex>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 #include "config_schema/semantic.hpp"
 #include "strategies/replica_step.hpp"
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/io/checkpoint.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "strategies/program.hpp"
 
 namespace dtrain {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 #include "engine/model/model.hpp"
 #include "engine/profiler.hpp"

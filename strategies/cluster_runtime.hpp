@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/cluster/cluster.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "strategies/coordination.hpp"
 
 namespace dtrain {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

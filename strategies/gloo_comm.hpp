@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "strategies/coordination.hpp"
 
 namespace dtrain {

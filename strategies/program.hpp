@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/losses/loss.hpp"
 #include "engine/metrics/metric.hpp"
 #include "engine/model/model.hpp"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 #include "strategies/parameter_server.pb.h"
 #include "strategies/rpc_time.hpp"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "datasets/fetch/http_download.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::fetch {
 

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 #include "engine/cluster/slurm.hpp"
 #include "engine/cluster/tf_config.hpp"
 

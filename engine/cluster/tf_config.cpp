@@ -11,7 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 
 namespace dtrain {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/cluster/cluster.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

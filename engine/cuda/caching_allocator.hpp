@@ -26,7 +26,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 #ifndef DTRAIN_GUARDED_BY
 #if defined(__clang__)

@@ -14,7 +14,7 @@
 
 #include <string_view>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

@@ -14,7 +14,7 @@
 #include "engine/cuda/matmul_lt.hpp"
 #include "engine/kernels/conv.hpp"
 #include "engine/kernels/pool.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

@@ -8,7 +8,7 @@
 
 #include "engine/cuda/caching_allocator.hpp"
 #include "engine/cuda/runtime.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

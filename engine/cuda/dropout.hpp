@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

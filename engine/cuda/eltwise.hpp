@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

@@ -11,7 +11,7 @@
 #include <span>
 
 #include "engine/cuda/update_math.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

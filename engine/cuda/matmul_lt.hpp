@@ -11,7 +11,7 @@
 
 #include "engine/cuda/device_context.hpp"
 #include "engine/kernels/matmul.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::cuda {
 

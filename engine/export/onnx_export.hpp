@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/model/model.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

@@ -9,7 +9,7 @@
 
 #include "engine/export/onnx_graph.hpp"
 #include "engine/model/model.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::onnx_export {
 

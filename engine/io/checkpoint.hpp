@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

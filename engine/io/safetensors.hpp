@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/io/checkpoint.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain::io {
 

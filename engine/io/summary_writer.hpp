@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

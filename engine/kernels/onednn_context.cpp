@@ -8,7 +8,7 @@
 #include <new>
 
 #include "engine/cpu_isa.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain::onednn {

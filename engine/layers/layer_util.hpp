@@ -2,7 +2,7 @@
 // across calls, window-parameter parsing and "did you mean" suggestions.
 #pragma once
 
-#include "config_schema/did_you_mean.hpp"  // did_you_mean(), shared with the job loader
+#include "engine/base/did_you_mean.hpp"  // did_you_mean(), shared with the job loader
 
 #include <array>
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

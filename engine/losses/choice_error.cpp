@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 
 namespace dtrain {
 

@@ -6,12 +6,12 @@
 #include <initializer_list>
 #include <string_view>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 
 // A kConfig error: `<what> "<got>" is not one of a, b, c (did you mean "b"?)`;
-// the parenthesis only when config_schema/did_you_mean.hpp finds a close choice.
+// the parenthesis only when engine/base/did_you_mean.hpp finds a close choice.
 Error unknown_choice_error(std::string_view what, std::string_view got,
                            std::initializer_list<std::string_view> choices);
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

@@ -3,7 +3,7 @@
 // the estimator calls check_labels on each batch so the user gets a data error.
 #pragma once
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/ops/context.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

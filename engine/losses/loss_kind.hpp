@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/losses/loss.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 
 namespace dtrain {
 

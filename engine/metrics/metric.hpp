@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 #include "engine/layers/registry.hpp"
 #include "engine/ops/core.hpp"
 #include "engine/ops/support.hpp"

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 #include "engine/ops/context.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

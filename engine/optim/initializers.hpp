@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "engine/layer.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

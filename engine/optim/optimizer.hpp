@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/ops/context.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
 namespace dtrain {

@@ -12,7 +12,7 @@
 #include <functional>
 #include <optional>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "estimator/early_stopping.hpp"
 #include "estimator/estimator.hpp"
 #include "estimator/hooks/training_hook.hpp"

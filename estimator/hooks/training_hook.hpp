@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/profiler.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "strategies/strategy.hpp"
 
 namespace dtrain {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/cluster/cluster.hpp"
 #include "engine/cluster/slurm.hpp"
 #include "engine/cluster/tf_config.hpp"

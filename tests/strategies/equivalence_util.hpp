@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "config_schema/job_spec.hpp"
+#include "engine/base/job_spec.hpp"
 #include "datasets/dataset.hpp"
 #include "strategies/strategy.hpp"
 

@@ -438,8 +438,8 @@ TEST_CASE("coordination: the default failure handler prints the failure and exit
   for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) stderr_text.append(buf, static_cast<size_t>(n));
   close(err[0]);
   REQUIRE(done == pid);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 4);
+  REQUIRE_MESSAGE(WIFEXITED(status), stderr_text);
+  CHECK_MESSAGE(WEXITSTATUS(status) == 4, stderr_text);
   CHECK_MESSAGE(stderr_text.find("dtrain: worker 0 (127.0.0.1:5000) failed: boom\n") != std::string::npos,
                 stderr_text);
 }

@@ -4,17 +4,29 @@
 # nightly or before a release): the unit tests of the replica pool,
 # all-reduce, synchronised batch norm, coordination, Gloo, parameter service,
 # input pipeline and stop signals, then a sample of the stop-signal stress
-# test, with the TSan build of dtrain. One compute thread (OMP_NUM_THREADS=1):
-# Debian's libgomp is not instrumented, so TSan cannot see its barriers;
-# tests/stress/tsan.supp names the other uninstrumented libraries.
+# test, with the TSan build of dtrain.
+# Built with clang, whose OpenMP runtime (LLVM's libomp) tells TSan about its
+# barriers and tasks through Archer (OMP_TOOL_LIBRARIES): with GCC's libgomp,
+# which Debian ships uninstrumented, every parallel loop whose results the
+# calling thread reads afterwards was reported. oneDNN keeps Debian's libgomp,
+# so its kernels run one thread (OMP_NUM_THREADS=1). ignore_noninstrumented_modules
+# and tests/stress/tsan.supp keep TSan out of the other uninstrumented
+# libraries (gRPC, abseil, Gloo, protobuf); dtrain's own code is never suppressed.
 #   bash tests/stress/tsan.sh [STRESS_RUNS]     (default 40)
+#   needs: apt-get install clang libclang-rt-dev libomp-dev
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 runs=${1:-40}
-[ -f build-tsan/build.ninja ] || meson setup build-tsan -Dcuda=disabled --buildtype=debug -Db_sanitize=thread \
-  -Db_lundef=false || exit 1
+archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | tail -1)
+if ! command -v clang++ >/dev/null || [ -z "$archer" ]; then
+  echo "tests/stress/tsan.sh: needs clang and LLVM's OpenMP with Archer: apt-get install clang libclang-rt-dev libomp-dev" >&2
+  exit 2
+fi
+[ -f build-tsan/build.ninja ] || CC=clang CXX=clang++ meson setup build-tsan -Dcuda=disabled --buildtype=debugoptimized \
+  -Db_sanitize=thread -Db_lundef=false || exit 1
 ninja -C build-tsan cli/dtrain tests/dtrain_unit_tests || exit 1
-export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/stress/tsan.supp"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$PWD/tests/stress/tsan.supp"
+export OMP_TOOL_LIBRARIES=$archer
 export OMP_NUM_THREADS=1
 failed=0
 ./build-tsan/tests/dtrain_unit_tests \

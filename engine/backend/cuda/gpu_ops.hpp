@@ -13,7 +13,7 @@
 #include "engine/kernels/conv.hpp"
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/pool.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "engine/storage.hpp"
 
 namespace dtrain::gpu {

@@ -8,7 +8,7 @@
 
 #include "engine/kernels/conv.hpp"
 #include "engine/kernels/padding.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "tests/engine/kernels/kernel_test_util.hpp"
 
 namespace dtrain::kernels {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/kernels/matmul.hpp"
-#include "engine/status.hpp"
+#include "engine/base/status.hpp"
 #include "tests/engine/kernels/kernel_test_util.hpp"
 
 namespace dtrain::kernels {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/layer.hpp"
+#include "engine/base/initializer_spec.hpp"
 
 namespace dtrain {
 

@@ -1,5 +1,5 @@
 // Edit distance and the suggestion built from it.
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 
 #include <algorithm>
 

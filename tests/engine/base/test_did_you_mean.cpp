@@ -1,7 +1,7 @@
 // Edit distance and "did you mean" suggestions.
 #include <doctest.h>
 
-#include "config_schema/did_you_mean.hpp"
+#include "engine/base/did_you_mean.hpp"
 
 namespace dtrain {
 namespace {
