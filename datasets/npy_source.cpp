@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -90,22 +91,35 @@ Result<NpyArray> parse_npy(const std::vector<uint8_t>& bytes, const std::string&
     return data_error(where + ": .npy header has no shape: " + header);
   }
   const std::string dims = m[1].str();
-  const std::regex number(R"(\d+)");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
-    a.shape.push_back(std::stoll(it->str()));
-  }
-  const auto n = static_cast<size_t>(num_elements(a.shape));
-  const uint8_t* data = bytes.data() + start + header_len;
-  const size_t have = bytes.size() - start - header_len;
   size_t item = 0;
   if (kind == "f4" || kind == "i4") item = 4;
   else if (kind == "f8" || kind == "i8") item = 8;
   else if (kind == "u1") item = 1;
   else return data_error(where + ": dtype " + a.descr + " is not supported (float32, float64, uint8, int32, int64)");
-  if (have != n * item) {
-    return data_error(fmt::format("{}: shape {} of {} needs {} data bytes but the file has {}", where,
-                                  shape_str(a.shape), a.descr, n * item, have));
+  // The data bytes the shape needs, which the file must hold: counted with
+  // overflow checks (a corrupt header can name any size).
+  const uint8_t* data = bytes.data() + start + header_len;
+  const size_t have = bytes.size() - start - header_len;
+  uint64_t need = item;
+  bool too_large = false;
+  const std::regex number(R"(\d+)");
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    const std::string digits = it->str();
+    int64_t d = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), d);
+    (void)ptr;
+    if (ec != std::errc()) {
+      return data_error(fmt::format("{}: .npy shape dimension {} is too large: {}", where, digits, header));
+    }
+    a.shape.push_back(d);
+    too_large = too_large || __builtin_mul_overflow(need, static_cast<uint64_t>(d), &need);
   }
+  if (too_large || need != have) {
+    return data_error(fmt::format("{}: shape {} of {} needs {} data bytes but the file has {}", where,
+                                  shape_str(a.shape), a.descr,
+                                  too_large ? std::string("more than 2^64") : std::to_string(need), have));
+  }
+  const size_t n = need / item;
   if (kind == "f4") convert<float>(data, n, swap, a.values);
   else if (kind == "f8") convert<double>(data, n, swap, a.values);
   else if (kind == "i4") convert<int32_t>(data, n, swap, a.values);

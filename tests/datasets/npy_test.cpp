@@ -106,6 +106,23 @@ TEST_CASE("npy/npz: malformed files are kData errors naming the file") {
   bad[d + 1] = 'c';
   bad[d + 2] = '8';
   CHECK(error_of(bad) == "a.npy: dtype <c8 is not supported (float32, float64, uint8, int32, int64)");
+  // A shape whose byte count overflows (fuzz_arrays found the element count
+  // overflowing int64 in num_elements), and one dimension past int64.
+  auto with_shape = [&](const std::string& shape) {
+    std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }\n";
+    std::vector<uint8_t> b = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(h.size()), 0};
+    b.insert(b.end(), h.begin(), h.end());
+    b.insert(b.end(), 8, 0);
+    return b;
+  };
+  CHECK(error_of(with_shape("158105209502760960, 68, 2")) ==
+        "a.npy: shape [158105209502760960, 68, 2] of <f4 needs more than 2^64 data bytes but the file has 8");
+  CHECK(error_of(with_shape("4611686018427387904,")) ==
+        "a.npy: shape [4611686018427387904] of <f4 needs more than 2^64 data bytes but the file has 8");
+  CHECK(error_of(with_shape("99999999999999999999, 2")) ==
+        "a.npy: .npy shape dimension 99999999999999999999 is too large: {'descr': '<f4', 'fortran_order': False, "
+        "'shape': (99999999999999999999, 2), }\n");
+  CHECK(parse_npy(with_shape("2,"), "a.npy").ok());
 
   std::vector<uint8_t> zip = data_testing::read_bytes(npy_dir() + "/deflated.npz");
   zip[60] ^= 0xff;  // inside the first member's deflate data
