@@ -12,7 +12,7 @@
 #include <filesystem>
 
 #include "cli/data_commands.hpp"
-#include "cli/remote_cluster.hpp"
+#include "strategies/remote_cluster.hpp"
 #include "cli/slurm_requeue.hpp"
 #include "config_schema/job_loader.hpp"
 #include "engine/cluster/cluster.hpp"
@@ -21,7 +21,7 @@
 #include "engine/threads.hpp"
 #include "engine/version.hpp"
 #include "estimator/estimator.hpp"
-#include "estimator/stop_signals.hpp"
+#include "engine/stop_signals.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/ps_service.hpp"
 #include "strategies/program.hpp"

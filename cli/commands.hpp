@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/launch_command.hpp"
-#include "cli/task_server.hpp"
+#include "strategies/task_server.hpp"
 
 namespace dtrain::cli {
 

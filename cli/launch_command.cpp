@@ -15,7 +15,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 
-#include "cli/child_process.hpp"
+#include "strategies/child_process.hpp"
 #include "config_schema/job_loader.hpp"
 #include "engine/base/status.hpp"
 #include "engine/threads.hpp"

@@ -16,13 +16,13 @@
 #include "engine/base/status.hpp"
 #include "engine/thread_errors.hpp"
 #include "engine/version.hpp"
-#include "estimator/stop_signals.hpp"
+#include "engine/stop_signals.hpp"
 #include "strategies/grpc_log.hpp"
 
 // Before anything slow, before main and this executable's own static
 // initialisers (the embedded schema, generated protobuf descriptors): a stop
 // signal during start-up is remembered, not lost and not the default action
-// (estimator/stop_signals.hpp). Only the shared libraries' loading comes
+// (engine/stop_signals.hpp). Only the shared libraries' loading comes
 // first (about 30 ms).
 __attribute__((constructor(101))) static void catch_stop_signals_early() {
   dtrain::install_stop_signal_handlers();

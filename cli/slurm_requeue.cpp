@@ -7,7 +7,7 @@
 #include <cctype>
 #include <vector>
 
-#include "cli/child_process.hpp"
+#include "strategies/child_process.hpp"
 
 namespace dtrain::cli {
 

@@ -23,7 +23,7 @@
 #include "estimator/hooks/stop_signal_hook.hpp"
 #include "estimator/hooks/summary_hook.hpp"
 #include "estimator/hooks/training_hook.hpp"
-#include "estimator/stop_signals.hpp"
+#include "engine/stop_signals.hpp"
 #include "estimator/train_setup.hpp"
 #include "strategies/cluster_runtime.hpp"
 

@@ -4,7 +4,7 @@
 #include <csignal>
 #include <optional>
 
-#include "estimator/stop_signals.hpp"
+#include "engine/stop_signals.hpp"
 
 namespace dtrain {
 

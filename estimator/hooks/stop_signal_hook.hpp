@@ -1,5 +1,5 @@
 // After each step: has training been asked to stop? A stop signal to any task
-// (SIGINT, SIGTERM, SIGUSR1: estimator/stop_signals.hpp) or, in a cluster, the
+// (SIGINT, SIGTERM, SIGUSR1: engine/stop_signals.hpp) or, in a cluster, the
 // evaluator's early-stopping decision stops every task after the same step;
 // the tasks agree on it through the strategy. Sets StepState::stop_signal and
 // early_stop for the checkpoint hook and the loop.

@@ -1,4 +1,4 @@
-"""Stop signals at any moment (estimator/stop_signals.hpp): SIGINT, SIGTERM
+"""Stop signals at any moment (engine/stop_signals.hpp): SIGINT, SIGTERM
 and SIGUSR1 are caught from before main on, so one that comes while the job
 loads, the data is read or the cluster forms is not lost (it used to be:
 the run trained to max_steps and exited 0) and not the default action (SIGUSR1

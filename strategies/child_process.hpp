@@ -13,7 +13,7 @@
 
 #include "engine/base/status.hpp"
 
-namespace dtrain::cli {
+namespace dtrain {
 
 struct Child {
   pid_t pid = -1;
@@ -75,4 +75,4 @@ struct CommandOutput {
 // or cannot start (kRuntime).
 Result<CommandOutput> run_command(const std::vector<std::string>& argv, double timeout_secs);
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

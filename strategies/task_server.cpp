@@ -1,5 +1,5 @@
 // dtrain server: the TaskServer gRPC service and the one task it runs at a time.
-#include "cli/task_server.hpp"
+#include "strategies/task_server.hpp"
 
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -16,13 +16,13 @@
 #include <random>
 #include <thread>
 
-#include "cli/child_process.hpp"
+#include "strategies/child_process.hpp"
 #include "engine/base/status.hpp"
 #include "engine/version.hpp"
 #include "strategies/rpc_guard.hpp"
-#include "task_server.grpc.pb.h"
+#include "strategies/task_server.grpc.pb.h"
 
-namespace dtrain::cli {
+namespace dtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -304,4 +304,4 @@ int run_task_server(const ServerArgs& args) {
   return 0;
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

@@ -1,5 +1,5 @@
 // Child processes: posix_spawn with pipes, line reading, reaping.
-#include "cli/child_process.hpp"
+#include "strategies/child_process.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,11 +18,11 @@
 #include <cstring>
 
 #include "engine/threads.hpp"
-#include "estimator/stop_signals.hpp"
+#include "engine/stop_signals.hpp"
 
 extern char** environ;
 
-namespace dtrain::cli {
+namespace dtrain {
 
 Result<Child> spawn_child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                           const std::string& cwd, const std::vector<int>& cpus) {
@@ -70,7 +70,7 @@ Result<Child> spawn_child(const std::vector<std::string>& argv, const std::vecto
   Child child;
   // The child starts with no signal blocked and the stop signals at their
   // default action, whatever this thread has (dtrain blocks them in every
-  // thread but one: estimator/stop_signals.hpp), and SIGPIPE, which dtrain
+  // thread but one: engine/stop_signals.hpp), and SIGPIPE, which dtrain
   // ignores (cli/main.cpp) and exec would pass on ignored, at its default.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -213,4 +213,4 @@ Result<CommandOutput> run_command(const std::vector<std::string>& argv, double t
   return result;
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

@@ -12,7 +12,7 @@
 #include "engine/base/job_spec.hpp"
 #include "engine/base/status.hpp"
 
-namespace dtrain::cli {
+namespace dtrain {
 
 // One entry of --remote-cluster: "[type=]host:port" (no type: a worker).
 struct RemoteTaskSpec {
@@ -40,4 +40,4 @@ struct RemoteRun {
 // reached or refused).
 int run_remote_cluster(const RemoteRun& run);
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace dtrain::cli {
+namespace dtrain {
 
 struct ServerArgs {
   std::string host = "0.0.0.0";  // address to listen on
@@ -19,4 +19,4 @@ struct ServerArgs {
 
 int run_task_server(const ServerArgs& args);
 
-}  // namespace dtrain::cli
+}  // namespace dtrain

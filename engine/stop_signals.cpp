@@ -1,7 +1,7 @@
 // The process's stop-signal handler (see stop_signals.hpp), run on a thread
 // of its own. Only async-signal-safe work in the handler: atomics, signal()
 // and raise().
-#include "estimator/stop_signals.hpp"
+#include "engine/stop_signals.hpp"
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // The --remote-cluster client: reserve, run, stream, stop.
-#include "cli/remote_cluster.hpp"
+#include "strategies/remote_cluster.hpp"
 
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -17,13 +17,13 @@
 #include <set>
 #include <thread>
 
-#include "cli/child_process.hpp"
+#include "strategies/child_process.hpp"
 #include "engine/base/did_you_mean.hpp"
 #include "engine/thread_errors.hpp"
 #include "engine/version.hpp"
-#include "task_server.grpc.pb.h"
+#include "strategies/task_server.grpc.pb.h"
 
-namespace dtrain::cli {
+namespace dtrain {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -280,4 +280,4 @@ int run_remote_cluster(const RemoteRun& run) {
   return first_failure;
 }
 
-}  // namespace dtrain::cli
+}  // namespace dtrain
