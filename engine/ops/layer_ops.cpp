@@ -3,6 +3,7 @@
 
 #include <cassert>
 
+#include "engine/kernels/global_pool.hpp"
 #include "engine/kernels/layer_norm.hpp"
 #include "engine/ops/dispatch.hpp"
 
@@ -30,6 +31,21 @@ void layer_norm_backward(const Context& ctx, const Tensor& x, const Tensor& dy, 
     kernels::layer_norm_backward(in(&x), in(&dy), in(gamma), in(&mean), in(&inv_std), rows, c, out(dgamma),
                                  out(dbeta), out(dx));
   });
+}
+
+void global_pool_forward(const Context& ctx, const Tensor& x, int64_t positions, bool max, Tensor& y) {
+  const int64_t batch = x.dim(0), c = x.numel() / (batch * positions);
+  assert(y.numel() == batch * c);
+  on_device(ctx, "global_pool", {&x, &y},
+            [&] { kernels::global_pool_forward(in(&x), batch, positions, c, max, out(&y)); });
+}
+
+void global_pool_backward(const Context& ctx, const Tensor& x, const Tensor& dy, int64_t positions, bool max,
+                          Tensor& dx) {
+  const int64_t batch = x.dim(0), c = x.numel() / (batch * positions);
+  assert(dy.numel() == batch * c && dx.numel() == x.numel());
+  on_device(ctx, "global_pool_backward", {&x, &dy, &dx},
+            [&] { kernels::global_pool_backward(in(&x), in(&dy), batch, positions, c, max, out(&dx)); });
 }
 
 }  // namespace dtrain::ops

@@ -20,4 +20,11 @@ void layer_norm_forward(const Context& ctx, const Tensor& x, const Tensor* gamma
 void layer_norm_backward(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor* gamma,
                          const Tensor& mean, const Tensor& inv_std, Tensor* dgamma, Tensor* dbeta, Tensor* dx);
 
+// Global pooling (kernels/global_pool.hpp), float32: y (batch, c) = the mean
+// or the max over the p positions of x (batch, p, c), and its dx (shape of x)
+// given dy (batch, c).
+void global_pool_forward(const Context& ctx, const Tensor& x, int64_t positions, bool max, Tensor& y);
+void global_pool_backward(const Context& ctx, const Tensor& x, const Tensor& dy, int64_t positions, bool max,
+                          Tensor& dx);
+
 }  // namespace dtrain::ops
