@@ -3,6 +3,7 @@
 
 #include <cassert>
 
+#include "engine/kernels/batch_norm.hpp"
 #include "engine/kernels/global_pool.hpp"
 #include "engine/kernels/layer_norm.hpp"
 #include "engine/ops/dispatch.hpp"
@@ -46,6 +47,48 @@ void global_pool_backward(const Context& ctx, const Tensor& x, const Tensor& dy,
   assert(dy.numel() == batch * c && dx.numel() == x.numel());
   on_device(ctx, "global_pool_backward", {&x, &dy, &dx},
             [&] { kernels::global_pool_backward(in(&x), in(&dy), batch, positions, c, max, out(&dx)); });
+}
+
+void batch_norm_sums(const Context& ctx, const Tensor& x, double* sum) {
+  const int64_t c = x.dim(-1), rows = x.numel() / c;
+  on_device(ctx, "batch_norm", {&x}, [&] { kernels::batch_norm_sums(in(&x), rows, c, sum); });
+}
+
+void batch_norm_squared_deviations(const Context& ctx, const Tensor& x, const float* mean, double* sq) {
+  const int64_t c = x.dim(-1), rows = x.numel() / c;
+  on_device(ctx, "batch_norm", {&x}, [&] { kernels::batch_norm_squared_deviations(in(&x), mean, rows, c, sq); });
+}
+
+void batch_norm_apply(const Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                      Tensor& moving_mean, Tensor& moving_var, const float* batch_mean, const float* batch_var,
+                      float momentum, float epsilon, Tensor& mean, Tensor& inv_std, Tensor& y) {
+  const int64_t c = x.dim(-1), rows = x.numel() / c;
+  assert(y.numel() == x.numel() && mean.numel() == c && inv_std.numel() == c);
+  on_device(ctx, "batch_norm", {&x, &gamma, &beta, &moving_mean, &moving_var, &mean, &inv_std, &y}, [&] {
+    kernels::batch_norm_apply(in(&x), in(&gamma), in(&beta), out(&moving_mean), out(&moving_var), batch_mean,
+                              batch_var, momentum, epsilon, rows, c, out(&mean), out(&inv_std), out(&y));
+  });
+}
+
+void batch_norm_param_grads(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& mean,
+                            const Tensor& inv_std, double* sums, Tensor& dgamma, Tensor& dbeta) {
+  const int64_t c = x.dim(-1), rows = x.numel() / c;
+  assert(dy.numel() == x.numel());
+  on_device(ctx, "batch_norm_backward", {&x, &dy, &mean, &inv_std, &dgamma, &dbeta}, [&] {
+    kernels::batch_norm_param_grads(in(&x), in(&dy), in(&mean), in(&inv_std), rows, c, sums, out(&dgamma),
+                                    out(&dbeta));
+  });
+}
+
+void batch_norm_input_grad(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                           const Tensor& mean, const Tensor& inv_std, const double* sums, double total,
+                           bool batch_stats, Tensor& dx) {
+  const int64_t c = x.dim(-1), rows = x.numel() / c;
+  assert(dy.numel() == x.numel() && dx.numel() == x.numel());
+  on_device(ctx, "batch_norm_backward", {&x, &dy, &gamma, &mean, &inv_std, &dx}, [&] {
+    kernels::batch_norm_input_grad(in(&x), in(&dy), in(&gamma), in(&mean), in(&inv_std), sums, total, batch_stats,
+                                   rows, c, out(&dx));
+  });
 }
 
 }  // namespace dtrain::ops

@@ -27,4 +27,21 @@ void global_pool_forward(const Context& ctx, const Tensor& x, int64_t positions,
 void global_pool_backward(const Context& ctx, const Tensor& x, const Tensor& dy, int64_t positions, bool max,
                           Tensor& dx);
 
+// Batch normalization (kernels/batch_norm.hpp), float32, x (..., c) as rows
+// of c channels. The statistics' sums are host doubles (c, or 2c for the
+// backward), so that the caller can add them over the replicas between the
+// passes (synchronised batch norm). Training passes batch_mean and batch_var
+// (host, c) to batch_norm_apply, which moves the moving averages; inference
+// passes null. mean and inv_std (c) are kept for the backward.
+void batch_norm_sums(const Context& ctx, const Tensor& x, double* sum);
+void batch_norm_squared_deviations(const Context& ctx, const Tensor& x, const float* mean, double* sq);
+void batch_norm_apply(const Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                      Tensor& moving_mean, Tensor& moving_var, const float* batch_mean, const float* batch_var,
+                      float momentum, float epsilon, Tensor& mean, Tensor& inv_std, Tensor& y);
+void batch_norm_param_grads(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& mean,
+                            const Tensor& inv_std, double* sums, Tensor& dgamma, Tensor& dbeta);
+void batch_norm_input_grad(const Context& ctx, const Tensor& x, const Tensor& dy, const Tensor& gamma,
+                           const Tensor& mean, const Tensor& inv_std, const double* sums, double total,
+                           bool batch_stats, Tensor& dx);
+
 }  // namespace dtrain::ops
