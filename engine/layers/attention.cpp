@@ -1,8 +1,10 @@
 // Multi-head attention: the projections and the per-head products are
 // ops::matmul (the per-head ones batched over examples x heads, on head-major
-// copies); the head permutes, masking, softmax and attention dropout are
-// float32 loops run through on_device as the "attention" op, their rows
-// split over the OpenMP team (kernels/parallel.hpp).
+// copies); the head permutes and the masked softmax are the ops
+// ops::attention_* (engine/ops/layer_ops.hpp, CPU kernels in
+// engine/kernels/attention.cpp); attention dropout and the sums of the input
+// gradients are float32 loops here, run through on_device as the "attention"
+// op, their rows split over the OpenMP team (kernels/parallel.hpp).
 #include "engine/layers/attention.hpp"
 
 #include <fmt/format.h>
@@ -14,11 +16,11 @@
 
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/parallel.hpp"
-#include "engine/kernels/softmax.hpp"
 #include "engine/layers/dropout.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/ops/core.hpp"
 #include "engine/ops/dispatch.hpp"
+#include "engine/ops/layer_ops.hpp"
 #include "engine/ops/library.hpp"
 #include "engine/rng.hpp"
 
@@ -80,67 +82,7 @@ kernels::MatmulShape batched(int64_t m, int64_t n, int64_t k, bool trans_a, bool
   return s;
 }
 
-const float* f32(const Tensor& t) { return static_cast<const float*>(t.raw()); }
 float* f32(Tensor& t) { return static_cast<float*>(t.raw()); }
-
-// heads (B, H, T, D) = scale * tokens (B, T, H, D) when `to_heads`, else
-// tokens = scale * heads.
-void permute_heads(const ops::Context& oc, const Tensor& src, Tensor& dst, int64_t b, int64_t t, int64_t h,
-                   int64_t d, float scale, bool to_heads) {
-  assert(src.numel() == b * t * h * d && dst.numel() == src.numel());
-  ops::on_device(oc, "attention", {&src, &dst}, [&] {
-    const float* in = f32(src);
-    float* out = f32(dst);
-    // One item per (example, position): h rows of d elements.
-    kernels::parallel_ranges(b * t, h * d, [&](int64_t first, int64_t last) {
-      for (int64_t nt = first; nt < last; ++nt) {
-        const int64_t n = nt / t, i = nt % t;
-        for (int64_t k = 0; k < h; ++k) {
-          const int64_t tok = (nt * h + k) * d, head = ((n * h + k) * t + i) * d;
-          const float* from = in + (to_heads ? tok : head);
-          float* to = out + (to_heads ? head : tok);
-          for (int64_t e = 0; e < d; ++e) to[e] = scale * from[e];
-        }
-      }
-    });
-  });
-}
-
-// In place over rows of `tk` scores: masked softmax. Row r is query position
-// r % tq; with `causal` it keeps keys j <= that position (others get 0).
-void softmax_rows(const ops::Context& oc, Tensor& p, int64_t tq, int64_t tk, bool causal) {
-  ops::on_device(oc, "attention", {&p}, [&] {
-    float* base = f32(p);
-    const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
-    kernels::parallel_ranges(rows, tk, [&](int64_t first, int64_t last) {
-      for (int64_t r = first; r < last; ++r) {
-        float* row = base + r * tk;
-        kernels::softmax_row(row, row, causal ? std::min(tk, r % tq + 1) : tk, tk);
-      }
-    });
-  });
-}
-
-// In place over rows of `tk`: g, the gradient of the probabilities after
-// dropout, becomes the gradient of the scores: with d = g * mask (g without
-// dropout), dS_j = P_j (d_j - sum_k d_k P_k). Masked keys have P = 0, so dS = 0.
-void softmax_backward(const ops::Context& oc, const Tensor& p, const Tensor* mask, Tensor& g, int64_t tk) {
-  ops::on_device(oc, "attention", {&p, mask, &g}, [&] {
-    const float* pp = f32(p);
-    const float* mp = mask != nullptr ? f32(*mask) : nullptr;
-    float* gp = f32(g);
-    const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
-    kernels::parallel_ranges(rows, tk, [&](int64_t first, int64_t last) {
-      for (int64_t r = first; r < last; ++r) {
-        float* gr = gp + r * tk;
-        if (mp != nullptr) {
-          for (int64_t j = 0; j < tk; ++j) gr[j] *= mp[r * tk + j];
-        }
-        kernels::softmax_backward_row(pp + r * tk, gr, gr, tk);
-      }
-    });
-  });
-}
 
 // One projection's backward: x (rows, in) its input, dt (rows, cols) the
 // gradient of x W + b. Overwrites dW (W's shape), db (b's shape, cols
@@ -241,14 +183,15 @@ void AttentionCore::forward(const ForwardContext& ctx, std::span<const Tensor> p
   Tensor& qh = keep(cache, kQHeads, {d.b, d.h, d.tq, d.dk}, query);
   Tensor& kh = keep(cache, kKHeads, {d.b, d.h, d.tk, d.dk}, query);
   Tensor& vh = keep(cache, kVHeads, {d.b, d.h, d.tk, d.dv}, query);
-  permute_heads(oc, qt, qh, d.b, d.tq, d.h, d.dk, 1.0f / std::sqrt(static_cast<float>(d.dk)), true);
-  permute_heads(oc, kt, kh, d.b, d.tk, d.h, d.dk, 1.0f, true);
-  permute_heads(oc, vt, vh, d.b, d.tk, d.h, d.dv, 1.0f, true);
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
+  ops::attention_permute_heads(oc, qt, qh, d.b, d.tq, d.h, d.dk, q_scale, true);
+  ops::attention_permute_heads(oc, kt, kh, d.b, d.tk, d.h, d.dk, 1.0f, true);
+  ops::attention_permute_heads(oc, vt, vh, d.b, d.tk, d.h, d.dv, 1.0f, true);
 
   // Scores and probabilities, per (example, head): P = softmax(Q K^T).
   Tensor& p = keep(cache, kProbs, {d.b, d.h, d.tq, d.tk}, query);
   ops::matmul(oc, batched(d.tq, d.tk, d.dk, false, true, d.b * d.h), qh, kh, nullptr, p);
-  softmax_rows(oc, p, d.tq, d.tk, o_.causal);
+  ops::attention_softmax_rows(oc, p, d.tq, d.tk, o_.causal);
   const Tensor* attn = &p;
   if (ctx.training && o_.dropout > 0.0f) {
     cache.ints[0] = 1;
@@ -276,7 +219,7 @@ void AttentionCore::forward(const ForwardContext& ctx, std::span<const Tensor> p
   Tensor& oh = keep(cache, kOHeads, {d.b, d.h, d.tq, d.dv}, query);
   ops::matmul(oc, batched(d.tq, d.dv, d.tk, false, false, d.b * d.h), *attn, vh, nullptr, oh);
   Tensor& ot = keep(cache, kOTokens, {d.b * d.tq, d.h * d.dv}, query);
-  permute_heads(oc, oh, ot, d.b, d.tq, d.h, d.dv, 1.0f, false);
+  ops::attention_permute_heads(oc, oh, ot, d.b, d.tq, d.h, d.dv, 1.0f, false);
   prepare_output(y, {d.b, d.tq, d.out}, {&query, &key, &value});
   ops::matmul(oc, {d.b * d.tq, d.out, d.h * d.dv}, ot, kernel(3), bias(3), y);
 
@@ -313,14 +256,14 @@ void AttentionCore::backward(const ForwardContext& ctx, std::span<const Tensor> 
   const Tensor& ot = cache.saved[kOTokens];
   projection_backward(oc, ot, dy2, kernel(3), bias(3), dkernel(3), dbias(3), &dot, ot.shape());
   Tensor doh = scratch(cache, kOHeads, {d.b, d.h, d.tq, d.dv}, dev);
-  permute_heads(oc, dot, doh, d.b, d.tq, d.h, d.dv, 1.0f, true);
+  ops::attention_permute_heads(oc, dot, doh, d.b, d.tq, d.h, d.dv, 1.0f, true);
 
   // O_h = P_h V_h: dP_h = dO_h V_h^T and dV_h = P_h^T dO_h (P after dropout).
   Tensor ds = scratch(cache, kDScores, {d.b, d.h, d.tq, d.tk}, dev);
   ops::matmul(oc, batched(d.tq, d.tk, d.dv, false, true, heads), doh, cache.saved[kVHeads], nullptr, ds);
   Tensor dvh = scratch(cache, kDVHeads, {d.b, d.h, d.tk, d.dv}, dev);
   ops::matmul(oc, batched(d.tk, d.dv, d.tq, true, false, heads), attn, doh, nullptr, dvh);
-  softmax_backward(oc, p, dropped ? &cache.saved[kMask] : nullptr, ds, d.tk);
+  ops::attention_softmax_backward(oc, p, dropped ? &cache.saved[kMask] : nullptr, ds, d.tk);
 
   // S_h = Qs_h K_h^T with Qs = Q / sqrt(Dk): dQs_h = dS_h K_h, dK_h = dS_h^T Qs_h.
   Tensor dqh = scratch(cache, kDQHeads, {d.b, d.h, d.tq, d.dk}, dev);
@@ -332,9 +275,10 @@ void AttentionCore::backward(const ForwardContext& ctx, std::span<const Tensor> 
   Tensor dqt = scratch(cache, kQTokens, {d.b * d.tq, d.h * d.dk}, dev);
   Tensor dkt = scratch(cache, kKTokens, {d.b * d.tk, d.h * d.dk}, dev);
   Tensor dvt = scratch(cache, kVTokens, {d.b * d.tk, d.h * d.dv}, dev);
-  permute_heads(oc, dqh, dqt, d.b, d.tq, d.h, d.dk, 1.0f / std::sqrt(static_cast<float>(d.dk)), false);
-  permute_heads(oc, dkh, dkt, d.b, d.tk, d.h, d.dk, 1.0f, false);
-  permute_heads(oc, dvh, dvt, d.b, d.tk, d.h, d.dv, 1.0f, false);
+  const float q_scale = 1.0f / std::sqrt(static_cast<float>(d.dk));
+  ops::attention_permute_heads(oc, dqh, dqt, d.b, d.tq, d.h, d.dk, q_scale, false);
+  ops::attention_permute_heads(oc, dkh, dkt, d.b, d.tk, d.h, d.dk, 1.0f, false);
+  ops::attention_permute_heads(oc, dvh, dvt, d.b, d.tk, d.h, d.dv, 1.0f, false);
   projection_backward(oc, query.reshaped({d.b * d.tq, dq_}), dqt, kernel(0), bias(0), dkernel(0), dbias(0), dquery,
                       query.shape());
   // key/bias: adding q_i . b_k to every score of row i leaves the softmax

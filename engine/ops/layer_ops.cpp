@@ -3,6 +3,7 @@
 
 #include <cassert>
 
+#include "engine/kernels/attention.hpp"
 #include "engine/kernels/batch_norm.hpp"
 #include "engine/kernels/global_pool.hpp"
 #include "engine/kernels/layer_norm.hpp"
@@ -89,6 +90,25 @@ void batch_norm_input_grad(const Context& ctx, const Tensor& x, const Tensor& dy
     kernels::batch_norm_input_grad(in(&x), in(&dy), in(&gamma), in(&mean), in(&inv_std), sums, total, batch_stats,
                                    rows, c, out(&dx));
   });
+}
+
+void attention_permute_heads(const Context& ctx, const Tensor& src, Tensor& dst, int64_t b, int64_t t, int64_t h,
+                             int64_t d, float scale, bool to_heads) {
+  assert(src.numel() == b * t * h * d && dst.numel() == src.numel());
+  on_device(ctx, "attention", {&src, &dst},
+            [&] { kernels::attention_permute_heads(in(&src), out(&dst), b, t, h, d, scale, to_heads); });
+}
+
+void attention_softmax_rows(const Context& ctx, Tensor& p, int64_t tq, int64_t tk, bool causal) {
+  const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
+  on_device(ctx, "attention", {&p}, [&] { kernels::attention_softmax_rows(out(&p), rows, tq, tk, causal); });
+}
+
+void attention_softmax_backward(const Context& ctx, const Tensor& p, const Tensor* mask, Tensor& g, int64_t tk) {
+  const int64_t rows = tk == 0 ? 0 : p.numel() / tk;
+  assert(g.numel() == p.numel() && (mask == nullptr || mask->numel() == p.numel()));
+  on_device(ctx, "attention", {&p, mask, &g},
+            [&] { kernels::attention_softmax_backward(in(&p), in(mask), out(&g), rows, tk); });
 }
 
 }  // namespace dtrain::ops

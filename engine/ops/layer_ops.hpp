@@ -44,4 +44,15 @@ void batch_norm_input_grad(const Context& ctx, const Tensor& x, const Tensor& dy
                            const Tensor& mean, const Tensor& inv_std, const double* sums, double total,
                            bool batch_stats, Tensor& dx);
 
+// Multi-head attention's own loops (kernels/attention.hpp), float32:
+// attention_permute_heads: dst (B, H, T, D) = scale * src (B, T, H, D) when
+// to_heads, else the reverse; attention_softmax_rows: in place over the rows
+// of tk scores of p (row r is query r % tq; causal keeps keys <= r % tq);
+// attention_softmax_backward: g (shape of p) becomes the scores' gradient,
+// through the dropout mask first when not null.
+void attention_permute_heads(const Context& ctx, const Tensor& src, Tensor& dst, int64_t b, int64_t t, int64_t h,
+                             int64_t d, float scale, bool to_heads);
+void attention_softmax_rows(const Context& ctx, Tensor& p, int64_t tq, int64_t tk, bool causal);
+void attention_softmax_backward(const Context& ctx, const Tensor& p, const Tensor* mask, Tensor& g, int64_t tk);
+
 }  // namespace dtrain::ops
