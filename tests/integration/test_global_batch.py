@@ -136,6 +136,11 @@ def test_killed_mid_run_and_restarted_still_equals_one_device(strategy, tmp_path
     while not first.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert first.exists(), cluster.wait(1)
+    # Every task is frozen first, then killed: killed one by one, a task could
+    # learn of the first one's death (within ~0.1 s) and exit 4 before its own
+    # SIGKILL arrived.
+    for p in cluster.procs.values():
+        p.send_signal(signal.SIGSTOP)
     for p in cluster.procs.values():
         p.send_signal(signal.SIGKILL)
     killed = cluster.wait(30)
