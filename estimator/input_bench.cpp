@@ -14,8 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 // Sums of the values and their squares, in double; the first non-finite value's
 // index in `n` when there is one, else -1. The blocks are summed in float
 // (vectorised), so a non-finite block sum is looked at value by value: a huge

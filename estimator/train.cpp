@@ -29,13 +29,6 @@
 
 namespace dtrain {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-}  // namespace
-
 HookList Estimator::make_training_hooks(TrainingSetup& t) {
   const RunSpec& run = job_.run;
   HookList hooks;
@@ -118,7 +111,7 @@ Status Estimator::train(bool evaluate_during) {
     s.step_before = global_step_;
     s.max_steps = run.max_steps;
     if (Status st = run_before_step(hooks, s); !st) return st;
-    const auto wait_start = Clock::now();
+    const auto wait_start = std::chrono::steady_clock::now();
     auto next = [&] {
       const ProfileScope input(s.profiler, "input", "wait");
       return t.input->next();

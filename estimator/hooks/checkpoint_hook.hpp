@@ -43,9 +43,6 @@ class CheckpointHook : public TrainingHook {
 
  private:
   using Clock = std::chrono::steady_clock;
-  static double seconds_since(Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  }
   const RunSpec& run_;
   const EvalSpec& eval_;
   bool can_eval_;

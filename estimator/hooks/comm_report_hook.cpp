@@ -15,8 +15,7 @@ Status CommReportHook::after_step(StepState& s) {
 Status CommReportHook::end(int64_t step) {
   (void)step;
   if (totals_.steps == 0) return Status::Ok();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  totals_.step_ms = 1e3 * secs / static_cast<double>(totals_.steps);
+  totals_.step_ms = 1e3 * seconds_since(start_) / static_cast<double>(totals_.steps);
   for (const std::string& line : strategy_.comm_report(totals_)) log_.info(line);
   return Status::Ok();
 }

@@ -16,7 +16,7 @@ Status StepLogHook::after_step(StepState& s) {
   comm_ += s.comm_seconds;
   exposed_ += s.comm_exposed_seconds;
   if (!s.crossed(every_) && !s.last()) return Status::Ok();
-  const double secs = std::max(std::chrono::duration<double>(Clock::now() - start_).count(), 1e-9);
+  const double secs = std::max(seconds_since(start_), 1e-9);
   const double wait = std::min(1.0, input_wait_ / secs);
   const auto steps = static_cast<double>(steps_);
   log_.step({s.step, s.max_steps, loss_ / steps, s.learning_rate, steps / secs,

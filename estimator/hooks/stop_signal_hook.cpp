@@ -11,8 +11,7 @@ namespace dtrain {
 Status StopSignalHook::after_step(StepState& s) {
   const int local_sig = received_stop_signal();
   bool local_early = false;  // the chief saw the evaluator's early-stopping decision
-  if (early_stop_source_ != nullptr &&
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_poll_).count() >= 0.5) {
+  if (early_stop_source_ != nullptr && seconds_since(last_poll_) >= 0.5) {
     last_poll_ = std::chrono::steady_clock::now();
     if (auto d = early_stop_source_->get("train/early_stop", std::chrono::milliseconds(1))) {
       local_early = true;

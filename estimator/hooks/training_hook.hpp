@@ -4,6 +4,7 @@
 // new hook, not another branch in the loop.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +15,11 @@
 #include "strategies/strategy.hpp"
 
 namespace dtrain {
+
+// Seconds from `t` to now on the steady clock (the hooks' windows and throttles).
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 // One step as the hooks see it. The loop fills the first block; hooks fill
 // the second, read by the hooks after them and by the loop.
