@@ -309,7 +309,7 @@ int run_validate(const Args& a) {
 }
 
 int run_schema(const Args&) {
-  std::fwrite(job_schema_text().data(), 1, job_schema_text().size(), stdout);
+  std::fputs(job_schema_json().c_str(), stdout);
   return 0;
 }
 

@@ -1,23 +1,14 @@
 // JobSpec -> JSON in schema order, and the model hash.
 #include "config_schema/job_json.hpp"
 
-#include <charconv>
 #include <cstdio>
 
+#include "config_schema/field_io.hpp"
+#include "config_schema/layer_schema.hpp"
 #include "config_schema/schema.hpp"
 
 namespace dtrain {
 namespace {
-
-// A float field as the double of its shortest decimal form (0.2f -> 0.2,
-// not 0.20000000298...), so the YAML shows what the user wrote.
-double shortest(float f) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
-  double d = 0;
-  std::from_chars(buf, end, d);
-  return d;
-}
 
 template <class T>
 Json optional_json(const std::optional<T>& v) {
@@ -30,33 +21,12 @@ Json early_stopping_json(const std::optional<EarlyStoppingSpec>& e) {
               {"min_delta", e->min_delta}};
 }
 
-Json initializer_json(const InitializerSpec& init) {
-  if (init.type == "random_uniform") {
-    return Json{{"type", init.type}, {"minval", shortest(init.minval)}, {"maxval", shortest(init.maxval)}};
-  }
-  if (init.type == "constant" || init.value != 0.0f) return Json{{"type", init.type}, {"value", shortest(init.value)}};
-  return init.type;
-}
-
 Json layer_json(const LayerSpec& l) {
-  Json j{{"type", l.type}, {"name", l.name}, {"units", l.units}, {"filters", l.filters},
-              {"kernel", l.kernel}, {"strides", l.strides}, {"padding", l.padding}, {"dilation", l.dilation},
-              {"size", l.size}, {"activation", l.activation.empty() ? "linear" : l.activation},
-              {"use_bias", l.use_bias}, {"kernel_initializer", initializer_json(l.kernel_initializer)},
-              {"bias_initializer", initializer_json(l.bias_initializer)}, {"rate", shortest(l.rate)},
-              {"target_shape", l.target_shape}, {"momentum", shortest(l.momentum)}, {"epsilon", shortest(l.epsilon)},
-              {"center", l.center}, {"scale", l.scale}, {"input_dim", l.input_dim}, {"output_dim", l.output_dim},
-              {"embeddings_initializer", initializer_json(l.embeddings_initializer)},
-              {"sequence_length", l.sequence_length},
-              {"num_heads", l.num_heads}, {"key_dim", l.key_dim}, {"value_dim", optional_json(l.value_dim)},
-              {"output_shape", optional_json(l.output_shape)}, {"dropout", shortest(l.dropout)},
-              {"use_causal_mask", l.use_causal_mask}};
+  Json j{{"type", l.type}, {"name", l.name}};
   // Graph fields only where used, so a sequential model's resolved form (and
   // its model_hash, kept in checkpoints) is what it was before graphs.
   if (!l.inputs.empty()) j["inputs"] = l.inputs;
-  if (l.type == "concatenate") j["axis"] = l.axis;
-  if (l.sync) j["sync"] = true;
-  if (l.type == "zero_padding2d") j["padding"] = l.pad.empty() ? std::vector<int64_t>{1, 1} : l.pad;
+  write_layer_options(l, j);  // the type's own options, through its row's field table
   return j;
 }
 

@@ -43,7 +43,11 @@ Result<JobSpec> load_job_from_string(const std::string& yaml_text, const std::st
 // model. An unknown command is a kRuntime error (a bug in the caller).
 Status check_for_command(const JobSpec& job, std::string_view command);
 
-// The JSON Schema of the job file, as embedded at build time (`dtrain schema`).
+// The JSON Schema of the job file as embedded at build time
+// (config_schema/job.schema.json), and as dtrain uses it (`dtrain schema`):
+// with the layer branches made from the layer table, which a test keeps
+// equal to the embedded ones.
 std::string_view job_schema_text();
+std::string job_schema_json();
 
 }  // namespace dtrain

@@ -7,6 +7,7 @@
 
 #include "config_schema/diagnostics.hpp"
 #include "config_schema/job_loader.hpp"
+#include "config_schema/layer_schema.hpp"
 #include "config_schema/schema_embedded.hpp"
 
 namespace dtrain {
@@ -14,9 +15,18 @@ namespace dtrain {
 std::string_view job_schema_text() { return kJobSchemaJson; }
 
 const Json& job_schema() {
-  static const Json schema = Json::parse(kJobSchemaJson);
+  // The layer branches come from the layer table (engine/layers/registry.cpp);
+  // the committed file holds the same, for editors and dtrain-job(5): a test
+  // compares them (regenerate with `dtrain schema > config_schema/job.schema.json`).
+  static const Json schema = [] {
+    Json s = Json::parse(kJobSchemaJson);
+    s["properties"]["model"]["properties"]["layers"]["items"]["oneOf"] = layer_schema_branches();
+    return s;
+  }();
   return schema;
 }
+
+std::string job_schema_json() { return job_schema().dump(2) + "\n"; }
 
 bool is_supported_keyword(std::string_view keyword) {
   static constexpr std::array<std::string_view, 28> kKeywords = {

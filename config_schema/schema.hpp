@@ -15,7 +15,8 @@ namespace dtrain {
 // Ordered, so properties keep the order of the schema file (messages and YAML follow it).
 using Json = nlohmann::ordered_json;
 
-// The parsed schema. Thread-safe (initialized once).
+// The parsed schema, its layer branches made from the layer table.
+// Thread-safe (initialized once).
 const Json& job_schema();
 
 // True for the keywords our validator implements or that are annotations.

@@ -7,6 +7,7 @@
 
 #include "config_schema/data_files.hpp"
 #include "config_schema/keras_names.hpp"
+#include "config_schema/layer_schema.hpp"
 
 namespace dtrain {
 namespace {
@@ -54,28 +55,6 @@ class Section {
       for (const Node& item : n->items) out.push_back(item.text);
     }
   }
-  // An integer n (meaning [n, n]) or a list of 2 integers.
-  void read_size2(const char* key, std::vector<int64_t>& out) const {
-    const Node* n = get(key);
-    if (n == nullptr) return;
-    if (n->is_sequence()) read(key, out);
-    else out = {as_int(*n), as_int(*n)};
-  }
-  // A name, or {type, value, minval, maxval}.
-  void read_initializer(const char* key, InitializerSpec& out) const {
-    const Node* n = get(key);
-    if (n == nullptr) return;
-    if (n->is_scalar()) {
-      out = InitializerSpec{n->text, 0.0f};
-      return;
-    }
-    out = InitializerSpec{};
-    Section s(n);
-    s.read("type", out.type);
-    s.read("value", out.value);
-    s.read("minval", out.minval);
-    s.read("maxval", out.maxval);
-  }
 
  private:
   const Node* node_;
@@ -87,22 +66,6 @@ LayerSpec read_layer(const Node& node) {
   l.where = node.loc.str();
   s.read("type", l.type);
   s.read("name", l.name);
-  s.read("units", l.units);
-  s.read("filters", l.filters);
-  s.read_size2("kernel", l.kernel);
-  if (l.type == "zero_padding2d") s.read_size2("padding", l.pad);
-  else s.read("padding", l.padding);
-  s.read("activation", l.activation);
-  if (l.activation == "linear") l.activation.clear();
-  s.read("use_bias", l.use_bias);
-  s.read_initializer("kernel_initializer", l.kernel_initializer);
-  s.read_initializer("bias_initializer", l.bias_initializer);
-  s.read("rate", l.rate);
-  s.read("target_shape", l.target_shape);
-  s.read("momentum", l.momentum);
-  s.read("epsilon", l.epsilon);
-  s.read("axis", l.axis);
-  s.read("sync", l.sync);
   if (const Node* in = s.get("inputs")) {
     if (in->is_scalar()) {
       l.inputs = {in->text};
@@ -114,28 +77,7 @@ LayerSpec read_layer(const Node& node) {
       }
     }
   }
-  s.read("center", l.center);
-  s.read("scale", l.scale);
-  s.read("input_dim", l.input_dim);
-  s.read("output_dim", l.output_dim);
-  s.read_initializer("embeddings_initializer", l.embeddings_initializer);
-  s.read("sequence_length", l.sequence_length);
-  s.read("num_heads", l.num_heads);
-  s.read("key_dim", l.key_dim);
-  s.read("value_dim", l.value_dim);
-  s.read("output_shape", l.output_shape);
-  s.read("dropout", l.dropout);
-  s.read("use_causal_mask", l.use_causal_mask);
-  if (l.type == "conv2d") {
-    l.strides = l.dilation = {1, 1};
-    s.read_size2("strides", l.strides);
-    s.read_size2("dilation", l.dilation);
-  } else if (l.type == "max_pool2d" || l.type == "avg_pool2d") {
-    l.size = {2, 2};
-    s.read_size2("size", l.size);
-    l.strides = l.size;
-    s.read_size2("strides", l.strides);
-  }
+  read_layer_options(node, l);  // the type's own options, through its row's field table
   return l;
 }
 

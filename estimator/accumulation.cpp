@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "engine/layers/batch_norm.hpp"
+
 namespace dtrain {
 
 namespace {
@@ -16,7 +18,7 @@ namespace {
 // accumulation_steps 2"), `remedy` how to leave it out.
 Status refuse_sync_batch_norm(const JobSpec& job, const std::string& setting, const std::string& remedy) {
   for (const LayerSpec& layer : job.model.layers) {
-    if (layer.type != "batch_norm" || !layer.sync) continue;
+    if (!is_synchronised_batch_norm(layer)) continue;
     return config_error(fmt::format(
         "{}: batch_norm sync: true cannot be combined with {} (its statistics would be summed over the replicas "
         "once per micro-batch); use sync: false or {}",

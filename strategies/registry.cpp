@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/backend/cuda/gpu_ops.hpp"
+#include "engine/layers/batch_norm.hpp"
 #include "engine/ops/support.hpp"
 #include "strategies/cluster_runtime.hpp"
 #include "strategies/collective.hpp"
@@ -207,7 +208,7 @@ static Status check_gpus(const JobSpec& job, const std::vector<std::string>& dev
 Status connect_synchronised_statistics(const JobSpec& job, Strategy& strategy, ClusterRuntime* cluster) {
   const LayerSpec* synced = nullptr;
   for (const LayerSpec& l : job.model.layers) {
-    if (l.type == "batch_norm" && l.sync && synced == nullptr) synced = &l;
+    if (is_synchronised_batch_norm(l) && synced == nullptr) synced = &l;
   }
   if (synced == nullptr || cluster == nullptr || !cluster->is_training_task() || cluster->size() < 2) return Status::Ok();
   if (job.strategy.type == "parameter_server" && job.strategy.mode != "sync") {

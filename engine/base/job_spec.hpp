@@ -10,15 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "engine/base/fields.hpp"
 #include "engine/base/initializer_spec.hpp"
 
 namespace dtrain {
 
 struct LayerSpec {
-  std::string type;            // dense | conv2d | max_pool2d | avg_pool2d | global_avg_pool2d |
-                               // global_max_pool2d | global_avg_pool1d | flatten | reshape | zero_padding2d |
-                               // dropout | batch_norm | layer_norm | activation | embedding | position_embedding |
-                               // multi_head_attention | add | subtract | multiply | average | maximum | concatenate
+  std::string type;            // a type of engine/layers/registry.cpp's table
   std::string name;            // optional; default "<type>", "<type>_1", ... (Keras naming)
   std::string where;           // "job.yaml:12:7" of this layer's node, for error messages
   // Names of the layers (or model inputs) this one reads; empty: the layer
@@ -30,37 +28,12 @@ struct LayerSpec {
   // (block basic, filters=32, stride=2)"; shown as a note with its errors.
   std::string note;
   std::string origin;          // "model.layers[3]" / "model.blocks.basic.layers[2]"; "": model.layers[<index>]
-  int64_t axis = -1;           // concatenate
-  std::vector<int64_t> pad;    // zero_padding2d: [rows, columns] added on each side
-  int64_t units = 0;           // dense
-  int64_t filters = 0;         // conv2d
-  std::vector<int64_t> kernel;    // conv2d: [kh, kw]
-  std::vector<int64_t> strides;   // conv2d / pools: [sh, sw]; default [1,1] (conv) or = size (pool)
-  std::vector<int64_t> dilation;  // conv2d: [dh, dw], default [1, 1]
-  std::vector<int64_t> size;      // pools: [ph, pw]
-  std::string padding = "valid";  // same | valid
-  std::string activation;      // "" | relu | gelu | tanh | sigmoid | softmax (also the activation layer's function)
-  bool use_bias = true;
-  InitializerSpec kernel_initializer;                        // glorot_uniform
-  InitializerSpec bias_initializer{"zeros", 0.0f};
-  float rate = 0.0f;           // dropout
-  std::vector<int64_t> target_shape;  // reshape (without batch)
-  float momentum = 0.99f;      // batch_norm moving-average momentum
-  float epsilon = 1e-3f;       // batch_norm, layer_norm
-  bool center = true;          // layer_norm: add beta
-  bool scale = true;           // layer_norm: multiply by gamma
-  int64_t input_dim = 0;       // embedding: vocabulary size (ids 0 .. input_dim - 1)
-  int64_t output_dim = 0;      // embedding: size of each vector
-  InitializerSpec embeddings_initializer{"random_uniform", 0.0f};  // embedding: U(-0.05, 0.05)
-  int64_t sequence_length = 0; // position_embedding: the longest sequence it embeds
-  bool sync = false;           // batch_norm: statistics over the global batch (every replica and worker)
-  // multi_head_attention (Keras MultiHeadAttention's argument names):
-  int64_t num_heads = 0;
-  int64_t key_dim = 0;                 // size of each query and key head
-  std::optional<int64_t> value_dim;    // size of each value head; null = key_dim
-  std::optional<int64_t> output_shape; // last dimension of the output; null = the input's
-  float dropout = 0.0f;                // dropout rate of the attention probabilities
-  bool use_causal_mask = false;        // position i attends only to positions <= i
+  // "" | relu | gelu | tanh | sigmoid | softmax: applied to the layer's
+  // output (dense, conv2d, add), or the activation layer's function.
+  std::string activation;
+  // The type's own options struct (engine/layers/<layer>.hpp, e.g.
+  // DenseSpec), read by its field table; layer_options<T>(spec) reads it.
+  OptionsBox options;
 };
 
 // One model input after the first (model.inputs' second and later entries).

@@ -15,6 +15,7 @@
 #include "engine/layers/layer_norm.hpp"
 #include "engine/layers/merge.hpp"
 #include "engine/layers/pool2d.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/layers/zero_padding2d.hpp"
 
 namespace dtrain::onnx_export {
@@ -31,7 +32,9 @@ const T& as(const LayerIO& io) {
 
 std::string out_hint(const LayerIO& io) { return io.view.name; }
 
-Result<std::string> dense(GraphBuilder& g, const LayerIO& io) {
+}  // namespace
+
+Result<std::string> export_dense(GraphBuilder& g, const LayerIO& io) {
   // x (B, ..., in) @ kernel (in, units) [+ bias]: MatMul broadcasts over the leading axes.
   std::string y = g.node("MatMul", {io.inputs[0], g.tensor(io.view.name + "/kernel", io.params[0])},
                          io.params.size() > 1 ? io.view.name + "/matmul" : out_hint(io));
@@ -39,7 +42,7 @@ Result<std::string> dense(GraphBuilder& g, const LayerIO& io) {
   return y;
 }
 
-Result<std::string> conv2d(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_conv2d(GraphBuilder& g, const LayerIO& io) {
   const Conv2D& conv = as<Conv2D>(io);
   const Conv2dOptions& o = conv.options();
   // kernel HWIO (kh, kw, ic, oc) -> OIHW (oc, ic, kh, kw).
@@ -66,7 +69,7 @@ Result<std::string> conv2d(GraphBuilder& g, const LayerIO& io) {
   return y;
 }
 
-Result<std::string> pool2d(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_pool2d(GraphBuilder& g, const LayerIO& io) {
   const Pool2D& pool = as<Pool2D>(io);
   const Pool2dOptions& o = pool.options();
   const auto p = pool.pads();
@@ -81,14 +84,14 @@ Result<std::string> pool2d(GraphBuilder& g, const LayerIO& io) {
   return g.node("Transpose", {y}, out_hint(io), {Attr::Ints("perm", kToNhwc)});
 }
 
-Result<std::string> global_pool(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_global_pool(GraphBuilder& g, const LayerIO& io) {
   const GlobalPoolKind kind = as<GlobalPool>(io).kind();
   const std::vector<int64_t> axes = kind == GlobalPoolKind::kAvg1d ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2};
   return g.node(kind == GlobalPoolKind::kMax2d ? "ReduceMax" : "ReduceMean", {io.inputs[0]}, out_hint(io),
                 {Attr::Ints("axes", axes), Attr::Int("keepdims", 0)});
 }
 
-Result<std::string> batch_norm(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_batch_norm(GraphBuilder& g, const LayerIO& io) {
   // Inference form, computed as dtrain's forward does: y = x * scale + shift
   // with scale = gamma / sqrt(moving_variance + eps), shift = beta - moving_mean * scale.
   const float eps = as<BatchNorm>(io).epsilon();
@@ -104,7 +107,7 @@ Result<std::string> batch_norm(GraphBuilder& g, const LayerIO& io) {
   return g.node("Add", {y, g.floats(io.view.name + "/shift", {c}, shift)}, out_hint(io));
 }
 
-Result<std::string> layer_norm(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_layer_norm(GraphBuilder& g, const LayerIO& io) {
   const LayerNorm& ln = as<LayerNorm>(io);
   const int64_t c = io.in_shapes[0].back();
   size_t next = 0;
@@ -116,32 +119,32 @@ Result<std::string> layer_norm(GraphBuilder& g, const LayerIO& io) {
                 {Attr::Int("axis", -1), Attr::Float("epsilon", ln.epsilon())});
 }
 
-Result<std::string> activation(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_activation(GraphBuilder& g, const LayerIO& io) {
   return export_activation_fn(g, as<Activation>(io).function(), io.inputs[0], out_hint(io));
 }
 
-Result<std::string> dropout(GraphBuilder&, const LayerIO& io) { return io.inputs[0]; }  // identity in inference
+Result<std::string> export_dropout(GraphBuilder&, const LayerIO& io) { return io.inputs[0]; }  // identity in inference
 
-Result<std::string> reshape(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_reshape(GraphBuilder& g, const LayerIO& io) {
   // 0 keeps the batch dimension of the input (flatten and reshape alike).
   std::vector<int64_t> shape{0};
   shape.insert(shape.end(), io.view.out_shape.begin(), io.view.out_shape.end());
   return g.node("Reshape", {io.inputs[0], g.int64s(io.view.name + "/shape", shape)}, out_hint(io));
 }
 
-Result<std::string> zero_padding2d(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_zero_padding2d(GraphBuilder& g, const LayerIO& io) {
   const ZeroPadding2D& z = as<ZeroPadding2D>(io);
   const std::vector<int64_t> pads{0, z.pad_h(), z.pad_w(), 0, 0, z.pad_h(), z.pad_w(), 0};  // NHWC begins, then ends
   return g.node("Pad", {io.inputs[0], g.int64s(io.view.name + "/pads", pads)}, out_hint(io));
 }
 
-Result<std::string> embedding(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_embedding(GraphBuilder& g, const LayerIO& io) {
   // ids (B, ...) int32 -> rows of the table (B, ..., output_dim).
   return g.node("Gather", {g.tensor(io.view.name + "/embeddings", io.params[0]), io.inputs[0]}, out_hint(io),
                 {Attr::Int("axis", 0)});
 }
 
-Result<std::string> position_embedding(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_position_embedding(GraphBuilder& g, const LayerIO& io) {
   // y = x + embeddings[:T] for x (B, ..., T, C); T is fixed by the model.
   const Shape& in = io.in_shapes[0];
   const int64_t t = in[in.size() - 2], c = in.back();
@@ -150,7 +153,7 @@ Result<std::string> position_embedding(GraphBuilder& g, const LayerIO& io) {
                 out_hint(io));
 }
 
-Result<std::string> merge(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_merge(GraphBuilder& g, const LayerIO& io) {
   switch (as<Merge>(io).kind()) {
     case MergeKind::kAdd: return g.node("Sum", io.inputs, out_hint(io));
     case MergeKind::kSubtract: return g.node("Sub", io.inputs, out_hint(io));
@@ -167,11 +170,9 @@ Result<std::string> merge(GraphBuilder& g, const LayerIO& io) {
   return config_error(io.view.place + ": unknown merge kind");
 }
 
-Result<std::string> concatenate(GraphBuilder& g, const LayerIO& io) {
+Result<std::string> export_concatenate(GraphBuilder& g, const LayerIO& io) {
   return g.node("Concat", io.inputs, out_hint(io), {Attr::Int("axis", as<Concatenate>(io).resolved_axis() + 1)});
 }
-
-}  // namespace
 
 Result<std::string> export_activation_fn(GraphBuilder& g, const std::string& fn, const std::string& x,
                                          const std::string& hint) {
@@ -190,40 +191,9 @@ Result<std::string> export_activation_fn(GraphBuilder& g, const std::string& fn,
   return config_error(fmt::format("activation \"{}\" has no ONNX export", fn));
 }
 
-const std::vector<LayerExportEntry>& layer_exporters() {
-  static const std::vector<LayerExportEntry> table = {
-      {"dense", dense},
-      {"conv2d", conv2d},
-      {"max_pool2d", pool2d},
-      {"avg_pool2d", pool2d},
-      {"global_avg_pool2d", global_pool},
-      {"global_max_pool2d", global_pool},
-      {"global_avg_pool1d", global_pool},
-      {"flatten", reshape},
-      {"reshape", reshape},
-      {"zero_padding2d", zero_padding2d},
-      {"dropout", dropout},
-      {"batch_norm", batch_norm},
-      {"layer_norm", layer_norm},
-      {"activation", activation},
-      {"embedding", embedding},
-      {"position_embedding", position_embedding},
-      {"multi_head_attention", export_attention},
-      {"add", merge},
-      {"subtract", merge},
-      {"multiply", merge},
-      {"average", merge},
-      {"maximum", merge},
-      {"concatenate", concatenate},
-  };
-  return table;
-}
-
 LayerExporter find_layer_exporter(const std::string& type) {
-  for (const LayerExportEntry& e : layer_exporters()) {
-    if (type == e.type) return e.fn;
-  }
-  return nullptr;
+  const LayerRow* row = find_layer_row(type);
+  return row == nullptr ? nullptr : row->export_onnx;
 }
 
 }  // namespace dtrain::onnx_export

@@ -1,6 +1,7 @@
-// The one table of ONNX layer exporters: layer type -> a function that writes
-// the layer's inference computation (dropout removed, batch norm with its
-// moving statistics) as ONNX nodes. A type missing here cannot be exported.
+// ONNX export of layers: the exporter of each type is a column of the layer
+// table (engine/layers/registry.cpp); it writes the layer's inference
+// computation (dropout removed, batch norm with its moving statistics) as
+// ONNX nodes. A type with no exporter cannot be exported.
 #pragma once
 
 #include <span>
@@ -10,6 +11,7 @@
 #include "engine/export/onnx_graph.hpp"
 #include "engine/model/model.hpp"
 #include "engine/base/status.hpp"
+#include "engine/layers/registry.hpp"  // LayerExporter
 
 namespace dtrain::onnx_export {
 
@@ -22,17 +24,25 @@ struct LayerIO {
   std::span<const Tensor> params;    // the layer's variables (host float32), in Layer::params() order
 };
 
-// Returns the ONNX value holding the layer's output (B, view.out_shape...).
-using LayerExporter = Result<std::string> (*)(GraphBuilder& g, const LayerIO& io);
+// The exporters of the layer types, named in their rows of the layer table
+// (engine/layers/registry.cpp). Each returns the ONNX value holding the
+// layer's output (B, view.out_shape...).
+Result<std::string> export_dense(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_conv2d(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_pool2d(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_global_pool(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_batch_norm(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_layer_norm(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_activation(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_dropout(GraphBuilder& g, const LayerIO& io);  // identity in inference
+Result<std::string> export_reshape(GraphBuilder& g, const LayerIO& io);  // flatten and reshape
+Result<std::string> export_zero_padding2d(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_embedding(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_position_embedding(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_merge(GraphBuilder& g, const LayerIO& io);
+Result<std::string> export_concatenate(GraphBuilder& g, const LayerIO& io);
 
-struct LayerExportEntry {
-  const char* type;  // Layer::type()
-  LayerExporter fn;
-};
-
-// The table, in registry order.
-const std::vector<LayerExportEntry>& layer_exporters();
-// The exporter of `type`, or null.
+// The exporter of a layer type (its row's), or null.
 LayerExporter find_layer_exporter(const std::string& type);
 
 // multi_head_attention (onnx_attention.cpp): projections, scaled dot

@@ -1,6 +1,7 @@
 // Activations: relu and softmax as plain loops split over the OpenMP team,
 // gelu/tanh/sigmoid through oneDNN's vectorised eltwise kernels; on a GPU
 // the cuda backend's kernels (all but gelu, which the support table refuses).
+#include "engine/layers/registry.hpp"
 #include "engine/layers/activation.hpp"
 
 #include <fmt/format.h>
@@ -163,6 +164,23 @@ void Activation::backward_gpu(const Device& d, const Tensor& y, const Tensor& dy
     case ActivationKind::kSoftmax: return gpu::softmax_grad(d, yp, g, out, n / last_dim_, last_dim_);
     case ActivationKind::kGelu: ops::no_backend("activation_backward gelu", d);
   }
+}
+
+std::span<const Field> activation_fields() {
+  static const Field kFields[] = {
+      activation_field("The function: relu, gelu, tanh, sigmoid or softmax (over the last dimension).", true),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_activation_layer(const LayerSpec& spec) {
+  if (spec.activation.empty()) {
+    return config_error(fmt::format("activation: the activation field is required (one of {})",
+                                    join(Activation::names())));
+  }
+  auto kind = Activation::parse(spec.activation);
+  if (!kind) return kind.error();
+  return std::unique_ptr<Layer>(std::make_unique<Activation>(*kind));
 }
 
 }  // namespace dtrain

@@ -4,9 +4,13 @@
 // Backward reads y (relu, tanh, sigmoid, softmax) or x (gelu); no cache.
 #pragma once
 
+#include <memory>
+#include <span>
+
 #include <string>
 #include <vector>
 
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -42,5 +46,9 @@ class Activation : public Layer {
   ActivationKind kind_;
   int64_t last_dim_ = 1;
 };
+
+// The activation layer's one option: its function (LayerSpec::activation).
+std::span<const Field> activation_fields();
+Result<std::unique_ptr<Layer>> make_activation_layer(const LayerSpec& spec);
 
 }  // namespace dtrain

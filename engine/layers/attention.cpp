@@ -5,6 +5,7 @@
 // engine/kernels/attention.cpp); attention dropout and the sums of the input
 // gradients are float32 loops here, run through on_device as the "attention"
 // op, their rows split over the OpenMP team (kernels/parallel.hpp).
+#include "engine/layers/registry.hpp"
 #include "engine/layers/attention.hpp"
 
 #include <fmt/format.h>
@@ -384,6 +385,70 @@ void MultiHeadAttention::backward_inputs(const ForwardContext& ctx, std::span<co
     const float* a = f32(dkey);
     for (int64_t i = 0; i < dvalue->numel(); ++i) out[i] += a[i];
   });
+}
+
+std::span<const Field> attention_fields() {
+  static const Field kFields[] = {
+      field<&AttentionSpec::num_heads>("num_heads", "Number of attention heads.").min(1).need(),
+      field<&AttentionSpec::key_dim>(
+          "key_dim", "Size of each attention head for query and key; the scores are scaled by 1 / sqrt(key_dim).")
+          .min(1)
+          .need(),
+      field<&AttentionSpec::value_dim>("value_dim", "Size of each attention head for value; null means key_dim.").min(1),
+      field<&AttentionSpec::output_shape>(
+          "output_shape", "Number of output features per position; null means the input's (its last dimension).")
+          .min(1),
+      field<&AttentionSpec::dropout>("dropout",
+                                     "Dropout rate of the attention probabilities, in training only; the masks depend "
+                                     "on (run.seed, step, example), not on the strategy.")
+          .min(0)
+          .below(1),
+      field<&AttentionSpec::use_bias>("use_bias", "Whether the query, key, value and output projections add biases."),
+      field<&AttentionSpec::use_causal_mask>(
+          "use_causal_mask", "Whether position i attends only to positions up to i (a decoder's causal mask)."),
+      field<&AttentionSpec::kernel_initializer>(
+          "kernel_initializer",
+          "Initializer of the four kernels: a name, or {type: constant, value: x}. Fans follow Keras: a kernel (a, b, "
+          "c) has fan_in a*b and fan_out a*c."),
+      field<&AttentionSpec::bias_initializer>("bias_initializer",
+                                              "Initializer of the four biases: a name, or {type: constant, value: x}."),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_multi_head_attention(const LayerSpec& spec) {
+  const auto& s = layer_options<AttentionSpec>(spec);
+  const char* where = "multi_head_attention: ";
+  if (s.num_heads < 1) return config_error(fmt::format("{}num_heads must be >= 1; got {}", where, s.num_heads));
+  if (s.key_dim < 1) return config_error(fmt::format("{}key_dim must be >= 1; got {}", where, s.key_dim));
+  if (s.value_dim && *s.value_dim < 1) {
+    return config_error(fmt::format("{}value_dim must be >= 1 (or null for key_dim); got {}", where, *s.value_dim));
+  }
+  if (s.output_shape && *s.output_shape < 1) {
+    return config_error(
+        fmt::format("{}output_shape must be >= 1 (or null for the input's last dimension); got {}", where,
+                    *s.output_shape));
+  }
+  if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) {
+    return config_error(fmt::format("{}dropout must be in [0, 1); got {}", where, s.dropout));
+  }
+  if (spec.inputs.size() > 3) {
+    return config_error(fmt::format("{}takes one input (self-attention), [query, value] or [query, value, key]; "
+                                    "got {} inputs",
+                                    where, spec.inputs.size()));
+  }
+  AttentionOptions o;
+  o.num_heads = s.num_heads;
+  o.key_dim = s.key_dim;
+  o.value_dim = s.value_dim.value_or(0);
+  o.output_dim = s.output_shape.value_or(0);
+  o.dropout = s.dropout;
+  o.use_bias = s.use_bias;
+  o.causal = s.use_causal_mask;
+  o.kernel_init = s.kernel_initializer;
+  o.bias_init = s.bias_initializer;
+  const int arity = spec.inputs.size() >= 2 ? static_cast<int>(spec.inputs.size()) : 1;
+  return std::unique_ptr<Layer>(std::make_unique<MultiHeadAttention>(std::move(o), spec.name, arity));
 }
 
 }  // namespace dtrain

@@ -17,12 +17,16 @@
 // to bfloat16; masking, softmax and dropout compute in float32.
 #pragma once
 
+#include <memory>
+#include <optional>
+
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -126,5 +130,20 @@ class MultiHeadAttention : public Layer {
   AttentionCore core_;
   int arity_;
 };
+
+// A multi_head_attention layer's options in the job (Keras MultiHeadAttention's argument names).
+struct AttentionSpec {
+  int64_t num_heads = 0;
+  int64_t key_dim = 0;                 // size of each query and key head
+  std::optional<int64_t> value_dim;    // size of each value head; null = key_dim
+  std::optional<int64_t> output_shape; // last dimension of the output; null = the input's
+  float dropout = 0.0f;                // dropout rate of the attention probabilities
+  bool use_bias = true;
+  bool use_causal_mask = false;        // position i attends only to positions <= i
+  InitializerSpec kernel_initializer;
+  InitializerSpec bias_initializer{"zeros", 0.0f};
+};
+std::span<const Field> attention_fields();
+Result<std::unique_ptr<Layer>> make_multi_head_attention(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -2,6 +2,7 @@
 // their sums over replicas (synchronised batch norm); the math is the ops
 // ops::batch_norm_* (engine/ops/layer_ops.hpp, CPU kernels in
 // engine/kernels/batch_norm.cpp).
+#include "engine/layers/registry.hpp"
 #include "engine/layers/batch_norm.hpp"
 
 #include <fmt/format.h>
@@ -88,6 +89,35 @@ void BatchNorm::backward(const ForwardContext& ctx, std::span<const Tensor> para
   if (across != nullptr) across->all_reduce(sums);
   ops::batch_norm_input_grad(*ctx.ops, x, dy, params[0], cache.saved[0], cache.saved[1], sums.data(),
                              static_cast<double>(cache.ints[1]), batch_stats, *dx);
+}
+
+std::span<const Field> batch_norm_fields() {
+  static const Field kFields[] = {
+      field<&BatchNormSpec::momentum>("momentum", "Momentum of the moving mean and variance.").min(0).max(1),
+      field<&BatchNormSpec::epsilon>("epsilon", "Added to the variance for numerical stability.").above(0),
+      // Shown only when true: jobs from before it keep their model hash.
+      field<&BatchNormSpec::sync>(
+          "sync",
+          "Synchronised batch norm: in training, mean and variance over the global batch (every replica of towers and "
+          "mirrored, every worker of collective and sync parameter_server), so the result equals one_device's; false: "
+          "each replica normalises by its own shard's statistics.")
+          .hidden_at_default(),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_batch_norm(const LayerSpec& spec) {
+  const auto& s = layer_options<BatchNormSpec>(spec);
+  if (!(s.momentum >= 0.0f && s.momentum <= 1.0f)) {
+    return config_error(fmt::format("batch_norm: momentum must be in [0, 1]; got {}", s.momentum));
+  }
+  if (!(s.epsilon > 0.0f)) return config_error(fmt::format("batch_norm: epsilon must be > 0; got {}", s.epsilon));
+  return std::unique_ptr<Layer>(std::make_unique<BatchNorm>(s.momentum, s.epsilon, s.sync));
+}
+
+bool is_synchronised_batch_norm(const LayerSpec& spec) {
+  const auto* s = spec.options.get<BatchNormSpec>();
+  return spec.type == "batch_norm" && s != nullptr && s->sync;
 }
 
 }  // namespace dtrain

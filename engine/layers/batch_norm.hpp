@@ -8,6 +8,12 @@
 // cache.saved = {mean (C), inv_std (C)} as used by forward; cache.ints[0] = training.
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -38,5 +44,16 @@ class BatchNorm : public Layer {
   bool sync_ = false;
   int64_t channels_ = 0;
 };
+
+// A batch_norm layer's options in the job (type: batch_norm).
+struct BatchNormSpec {
+  float momentum = 0.99f;  // of the moving averages
+  float epsilon = 1e-3f;
+  bool sync = false;       // statistics over the global batch (every replica and worker)
+};
+std::span<const Field> batch_norm_fields();
+Result<std::unique_ptr<Layer>> make_batch_norm(const LayerSpec& spec);
+// True for a batch_norm layer with sync: true.
+bool is_synchronised_batch_norm(const LayerSpec& spec);
 
 }  // namespace dtrain

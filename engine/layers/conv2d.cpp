@@ -1,4 +1,5 @@
 // Conv2D layer: shape checks and TF padding at build, oneDNN (CPU) or cuDNN (GPU) kernels per call.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/conv2d.hpp"
 
 #include <fmt/format.h>
@@ -123,6 +124,45 @@ void Conv2D::backward(const ForwardContext& ctx, std::span<const Tensor> params,
   ops::conv2d_backward_weights(*ctx.ops, s, lowp ? cache.saved[1] : x, dyc, grads[0],
                                o_.use_bias ? &grads[1] : nullptr);
   if (dx != nullptr) ops::conv2d_backward_data(*ctx.ops, s, dyc, lowp ? cache.saved[2] : params[0], *dx);
+}
+
+std::span<const Field> conv2d_fields() {
+  static const Field kFields[] = {
+      field<&Conv2dSpec::filters>("filters", "Number of output channels.").min(1).need(),
+      field<&Conv2dSpec::kernel>("kernel", "Kernel size: an integer or [height, width].").size2().follows("size2").need(),
+      field<&Conv2dSpec::strides>("strides", "Strides: an integer or [height, width].").size2().follows("size2"),
+      field<&Conv2dSpec::padding>("padding", "Padding: valid (none) or same (output size = ceil(input / stride)).").follows("padding"),
+      field<&Conv2dSpec::dilation>("dilation", "Dilation rate: an integer or [height, width].").size2().follows("size2"),
+      activation_field("Activation applied to the output: linear (none), relu, gelu, tanh, sigmoid or softmax."),
+      field<&Conv2dSpec::use_bias>("use_bias", "Whether the layer adds a bias vector."),
+      field<&Conv2dSpec::kernel_initializer>("kernel_initializer", "Initializer of the kernel: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
+      field<&Conv2dSpec::bias_initializer>("bias_initializer", "Initializer of the bias: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_conv2d(const LayerSpec& spec) {
+  const auto& s = layer_options<Conv2dSpec>(spec);
+  Conv2dOptions o;
+  if (s.filters < 1) return config_error(fmt::format("conv2d: filters must be >= 1; got {}", s.filters));
+  if (s.kernel.empty()) return config_error("conv2d: kernel is required (e.g. kernel: 3 or kernel: [3, 5])");
+  auto kernel = window_pair(s.kernel, "conv2d: kernel", {1, 1});
+  if (!kernel) return kernel.error();
+  auto strides = window_pair(s.strides, "conv2d: strides", {1, 1});
+  if (!strides) return strides.error();
+  auto dilation = window_pair(s.dilation, "conv2d: dilation", {1, 1});
+  if (!dilation) return dilation.error();
+  auto same = parse_padding(s.padding);
+  if (!same) return config_error("conv2d: " + same.error().message);
+  o.filters = s.filters;
+  o.kernel = *kernel;
+  o.strides = *strides;
+  o.dilation = *dilation;
+  o.same = *same;
+  o.use_bias = s.use_bias;
+  o.kernel_init = s.kernel_initializer;
+  o.bias_init = s.bias_initializer;
+  return std::unique_ptr<Layer>(std::make_unique<Conv2D>(std::move(o)));
 }
 
 }  // namespace dtrain

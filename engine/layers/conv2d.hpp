@@ -3,10 +3,16 @@
 //   y: (B, OH, OW, filters); padding "valid" or "same" (TF SAME: extra pad at the bottom/right)
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
 #include <array>
 #include <utility>
 
 #include "engine/kernels/conv.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -47,5 +53,19 @@ class Conv2D : public Layer {
   kernels::Conv2dShape geom_;  // n left 0; set per call
   bool relu_ = false;          // fused activation
 };
+
+// A conv2d layer's options in the job (type: conv2d).
+struct Conv2dSpec {
+  int64_t filters = 0;
+  std::vector<int64_t> kernel;           // [kh, kw]
+  std::vector<int64_t> strides{1, 1};    // [sh, sw]
+  std::string padding = "valid";         // valid | same
+  std::vector<int64_t> dilation{1, 1};   // [dh, dw]
+  bool use_bias = true;
+  InitializerSpec kernel_initializer;
+  InitializerSpec bias_initializer{"zeros", 0.0f};
+};
+std::span<const Field> conv2d_fields();
+Result<std::unique_ptr<Layer>> make_conv2d(const LayerSpec& spec);
 
 }  // namespace dtrain

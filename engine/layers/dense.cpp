@@ -1,5 +1,6 @@
 // Dense layer: forward and backward as three oneDNN matmuls (bias fused into
 // the forward one) plus a column sum for the bias gradient.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/dense.hpp"
 
 #include <fmt/format.h>
@@ -86,6 +87,23 @@ void Dense::backward(const ForwardContext& ctx, std::span<const Tensor> params, 
     s.trans_b = true;
     ops::matmul(*ctx.ops, s, dy, w, nullptr, *dx);
   }
+}
+
+std::span<const Field> dense_fields() {
+  static const Field kFields[] = {
+      field<&DenseSpec::units>("units", "Number of output units.").min(1).need(),
+      activation_field("Activation applied to the output: linear (none), relu, gelu, tanh, sigmoid or softmax."),
+      field<&DenseSpec::use_bias>("use_bias", "Whether the layer adds a bias vector."),
+      field<&DenseSpec::kernel_initializer>("kernel_initializer", "Initializer of the kernel: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
+      field<&DenseSpec::bias_initializer>("bias_initializer", "Initializer of the bias: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_dense(const LayerSpec& spec) {
+  const auto& s = layer_options<DenseSpec>(spec);
+  if (s.units < 1) return config_error(fmt::format("dense: units must be >= 1; got {}", s.units));
+  return std::unique_ptr<Layer>(std::make_unique<Dense>(s.units, s.use_bias, s.kernel_initializer, s.bias_initializer));
 }
 
 }  // namespace dtrain

@@ -3,6 +3,12 @@
 //   x: (B, ..., in)   kernel W: (in, units)   bias b: (units)   y: (B, ..., units)
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -31,5 +37,15 @@ class Dense : public Layer {
   InitializerSpec kernel_init_, bias_init_;
   int64_t in_ = 0;
 };
+
+// A dense layer's options in the job (type: dense).
+struct DenseSpec {
+  int64_t units = 0;
+  bool use_bias = true;
+  InitializerSpec kernel_initializer;
+  InitializerSpec bias_initializer{"zeros", 0.0f};
+};
+std::span<const Field> dense_fields();
+Result<std::unique_ptr<Layer>> make_dense(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -1,6 +1,9 @@
 // Dropout layer: counter-based masks (Philox, four elements per block), saved
 // in the cache for backward.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/dropout.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -103,6 +106,21 @@ void Dropout::backward(const ForwardContext& ctx, std::span<const Tensor>, std::
   assert(mask.numel() == dy.numel());
   prepare_output(*dx, dy.shape(), {&mask});
   ops::mul(*ctx.ops, dy, mask, *dx);
+}
+
+std::span<const Field> dropout_fields() {
+  static const Field kFields[] = {
+      field<&DropoutSpec::rate>("rate", "Fraction of the inputs to drop.").min(0).below(1).need(),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_dropout(const LayerSpec& spec) {
+  const auto& s = layer_options<DropoutSpec>(spec);
+  if (!(s.rate >= 0.0f && s.rate < 1.0f)) {
+    return config_error(fmt::format("dropout: rate must be in [0, 1); got {}", s.rate));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<Dropout>(s.rate, spec.name));
 }
 
 }  // namespace dtrain

@@ -6,8 +6,13 @@
 //   x, y: (B, ...)   cache.saved[0]: the mask (B, ...), values 0 or 1/(1-rate)
 #pragma once
 
+#include <memory>
+#include <span>
+#include <vector>
+
 #include <string>
 
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -42,5 +47,12 @@ class Dropout : public Layer {
   std::string name_;
   uint64_t salt_ = 0;
 };
+
+// A dropout layer's options in the job (type: dropout).
+struct DropoutSpec {
+  float rate = 0.0f;
+};
+std::span<const Field> dropout_fields();
+Result<std::unique_ptr<Layer>> make_dropout(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -1,4 +1,5 @@
 // Embedding: a row gather forward and a scatter-add backward, plain loops.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/embedding.hpp"
 
 #include <fmt/format.h>
@@ -101,6 +102,29 @@ void Embedding::backward(const ForwardContext& ctx, std::span<const Tensor>, std
       std::fill(out, out + dx->numel(), 0.0f);
     }
   });
+}
+
+std::span<const Field> embedding_fields() {
+  static const Field kFields[] = {
+      field<&EmbeddingSpec::input_dim>("input_dim", "Size of the vocabulary: token ids run from 0 to input_dim - 1.")
+          .min(1)
+          .need(),
+      field<&EmbeddingSpec::output_dim>("output_dim", "Size of each embedding vector.").min(1).need(),
+      field<&EmbeddingSpec::embeddings_initializer>(
+          "embeddings_initializer",
+          "Initializer of the embeddings: a name, or a mapping such as {type: random_uniform, minval: -0.1, maxval: "
+          "0.1}. The default, random_uniform, draws from U(-0.05, 0.05) like Keras Embedding's \"uniform\"."),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_embedding(const LayerSpec& spec) {
+  const auto& s = layer_options<EmbeddingSpec>(spec);
+  if (s.input_dim < 1) {
+    return config_error(fmt::format("embedding: input_dim (the number of token ids) must be >= 1; got {}", s.input_dim));
+  }
+  if (s.output_dim < 1) return config_error(fmt::format("embedding: output_dim must be >= 1; got {}", s.output_dim));
+  return std::unique_ptr<Layer>(std::make_unique<Embedding>(s.input_dim, s.output_dim, s.embeddings_initializer));
 }
 
 }  // namespace dtrain

@@ -13,8 +13,14 @@
 // Float32 under every compute type (a lookup and a scatter-add).
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
 #include <utility>
 
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -47,5 +53,14 @@ class Embedding : public Layer {
   int64_t input_dim_, output_dim_;
   InitializerSpec init_;
 };
+
+// An embedding layer's options in the job (type: embedding).
+struct EmbeddingSpec {
+  int64_t input_dim = 0;   // vocabulary size (ids 0 .. input_dim - 1)
+  int64_t output_dim = 0;  // size of each vector
+  InitializerSpec embeddings_initializer{"random_uniform", 0.0f};  // U(-0.05, 0.05)
+};
+std::span<const Field> embedding_fields();
+Result<std::unique_ptr<Layer>> make_embedding(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -1,5 +1,9 @@
 // Flatten layer: shape bookkeeping only; data is shared, never copied.
+#include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/layers/flatten.hpp"
+
+#include <fmt/format.h>
 
 namespace dtrain {
 
@@ -16,5 +20,7 @@ void Flatten::backward(const ForwardContext&, std::span<const Tensor>, std::span
                        const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache&) const {
   if (dx != nullptr) *dx = dy.reshaped(x.shape());
 }
+
+Result<std::unique_ptr<Layer>> make_flatten(const LayerSpec&) { return std::unique_ptr<Layer>(std::make_unique<Flatten>()); }
 
 }  // namespace dtrain

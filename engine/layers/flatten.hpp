@@ -2,6 +2,12 @@
 // dx a view of dy (they share storage).
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -18,5 +24,7 @@ class Flatten : public Layer {
  private:
   int64_t features_ = 0;
 };
+
+Result<std::unique_ptr<Layer>> make_flatten(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -1,6 +1,7 @@
 // Global pooling: the layer's shapes; its math is the op
 // ops::global_pool_forward / _backward (engine/ops/layer_ops.hpp, CPU kernel in
 // engine/kernels/global_pool.cpp).
+#include "engine/layers/registry.hpp"
 #include "engine/layers/global_pool.hpp"
 
 #include <fmt/format.h>
@@ -51,6 +52,16 @@ void GlobalPool::backward(const ForwardContext& ctx, std::span<const Tensor>, st
   assert(dy.numel() == x.dim(0) * channels_);
   prepare_output(*dx, x.shape(), {&x, &dy});
   ops::global_pool_backward(*ctx.ops, x, dy, positions_, kind_ == GlobalPoolKind::kMax2d, *dx);
+}
+
+Result<std::unique_ptr<Layer>> make_global_avg_pool2d(const LayerSpec&) {
+  return std::unique_ptr<Layer>(std::make_unique<GlobalPool>(GlobalPoolKind::kAvg2d));
+}
+Result<std::unique_ptr<Layer>> make_global_max_pool2d(const LayerSpec&) {
+  return std::unique_ptr<Layer>(std::make_unique<GlobalPool>(GlobalPoolKind::kMax2d));
+}
+Result<std::unique_ptr<Layer>> make_global_avg_pool1d(const LayerSpec&) {
+  return std::unique_ptr<Layer>(std::make_unique<GlobalPool>(GlobalPoolKind::kAvg1d));
 }
 
 }  // namespace dtrain

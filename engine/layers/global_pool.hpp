@@ -8,6 +8,12 @@
 // float32 under every compute type (averages accumulate in double).
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -36,5 +42,9 @@ class GlobalPool : public Layer {
   int64_t positions_ = 0;  // H*W or T
   int64_t channels_ = 0;
 };
+
+Result<std::unique_ptr<Layer>> make_global_avg_pool2d(const LayerSpec& spec);
+Result<std::unique_ptr<Layer>> make_global_max_pool2d(const LayerSpec& spec);
+Result<std::unique_ptr<Layer>> make_global_avg_pool1d(const LayerSpec& spec);
 
 }  // namespace dtrain

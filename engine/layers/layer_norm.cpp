@@ -1,6 +1,7 @@
 // Layer normalization: the layer's shapes and variables; its math is the op
 // ops::layer_norm_forward / _backward (engine/ops/layer_ops.hpp, CPU kernel in
 // engine/kernels/layer_norm.cpp).
+#include "engine/layers/registry.hpp"
 #include "engine/layers/layer_norm.hpp"
 
 #include <fmt/format.h>
@@ -57,6 +58,21 @@ void LayerNorm::backward(const ForwardContext& ctx, std::span<const Tensor> para
   if (dbeta) prepare_output(*dbeta, {c}, {&x, &dy});
   if (dx != nullptr) prepare_output(*dx, x.shape(), {&x});
   ops::layer_norm_backward(*ctx.ops, x, dy, gamma, cache.saved[0], cache.saved[1], dgamma, dbeta, dx);
+}
+
+std::span<const Field> layer_norm_fields() {
+  static const Field kFields[] = {
+      field<&LayerNormSpec::epsilon>("epsilon", "Added to the variance for numerical stability.").above(0),
+      field<&LayerNormSpec::center>("center", "Whether to add the learned offset beta (initialized to zeros)."),
+      field<&LayerNormSpec::scale>("scale", "Whether to multiply by the learned scale gamma (initialized to ones)."),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_layer_norm(const LayerSpec& spec) {
+  const auto& s = layer_options<LayerNormSpec>(spec);
+  if (!(s.epsilon > 0.0f)) return config_error(fmt::format("layer_norm: epsilon must be > 0; got {}", s.epsilon));
+  return std::unique_ptr<Layer>(std::make_unique<LayerNorm>(s.epsilon, s.center, s.scale));
 }
 
 }  // namespace dtrain

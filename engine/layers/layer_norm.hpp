@@ -8,6 +8,12 @@
 // cache.saved = {mean (rows), inv_std (rows)} with rows = B*...
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -37,5 +43,14 @@ class LayerNorm : public Layer {
   bool center_, scale_;
   int64_t channels_ = 0;
 };
+
+// A layer_norm layer's options in the job (type: layer_norm).
+struct LayerNormSpec {
+  float epsilon = 1e-3f;
+  bool center = true;  // add beta
+  bool scale = true;   // multiply by gamma
+};
+std::span<const Field> layer_norm_fields();
+Result<std::unique_ptr<Layer>> make_layer_norm(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -3,6 +3,7 @@
 // buffer (never a view of dy): the model graph adds gradients of a value
 // used twice into one buffer, which must not be shared with another input's.
 // The elementwise loops split their elements over the OpenMP team.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/merge.hpp"
 
 #include <fmt/format.h>
@@ -226,6 +227,25 @@ void Concatenate::backward_inputs(const ForwardContext& ctx, std::span<const Ten
       }
     }
   });
+}
+
+std::span<const Field> add_fields() {
+  static const Field kFields[] = {
+      activation_field("Activation applied to the sum: linear (none), relu, gelu, tanh, sigmoid or softmax."),
+  };
+  return kFields;
+}
+
+std::span<const Field> concatenate_fields() {
+  static const Field kFields[] = {
+      field<&ConcatenateSpec::axis>("axis",
+                                    "The axis of the per-example shape to join along; negative counts from the end."),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_concatenate(const LayerSpec& spec) {
+  return std::unique_ptr<Layer>(std::make_unique<Concatenate>(layer_options<ConcatenateSpec>(spec).axis));
 }
 
 }  // namespace dtrain

@@ -3,8 +3,13 @@
 // along its axis): there is no silent broadcasting.
 #pragma once
 
+#include <memory>
+#include <span>
+#include <vector>
+
 #include <string>
 
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -52,5 +57,17 @@ class Concatenate final : public MultiInputLayer {
   int64_t inner_ = 1;               // product of the dims after the axis
   int64_t out_width_ = 0;           // sum of widths_
 };
+
+// add's one option, its activation (LayerSpec::activation); concatenate's axis.
+std::span<const Field> add_fields();
+struct ConcatenateSpec {
+  int64_t axis = -1;  // of the per-example shape; negative counts from the end
+};
+std::span<const Field> concatenate_fields();
+template <MergeKind kKind>
+Result<std::unique_ptr<Layer>> make_merge(const LayerSpec&) {
+  return std::unique_ptr<Layer>(std::make_unique<Merge>(kKind));
+}
+Result<std::unique_ptr<Layer>> make_concatenate(const LayerSpec& spec);
 
 }  // namespace dtrain

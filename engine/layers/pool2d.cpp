@@ -1,4 +1,5 @@
 // Pooling layers: TF window arithmetic at build, oneDNN (CPU) or cuDNN (GPU) pooling per call.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/pool2d.hpp"
 
 #include <fmt/format.h>
@@ -89,5 +90,41 @@ void Pool2D::backward(const ForwardContext& ctx, std::span<const Tensor>, std::s
   }
   ops::pool2d_backward(*ctx.ops, s, x, y, dy, *dx, ws);
 }
+
+std::span<const Field> pool2d_fields() {
+  static const Field kFields[] = {
+      field<&Pool2dSpec::size>("size", "Pool window: an integer or [height, width].").size2().follows("size2"),
+      field<&Pool2dSpec::strides>("strides", "Strides: an integer or [height, width]; null means the same as size.")
+          .size2()
+          .shaped(R"({"type": ["integer", "array", "null"], "minimum": 1, "items": {"type": "integer", "minimum": 1},
+                      "minItems": 2, "maxItems": 2})"),
+      field<&Pool2dSpec::padding>("padding", "Padding: valid (none) or same (output size = ceil(input / stride)).").follows("padding"),
+  };
+  return kFields;
+}
+
+namespace {
+
+Result<std::unique_ptr<Layer>> make_pool(const LayerSpec& spec, kernels::PoolKind kind) {
+  const auto& s = layer_options<Pool2dSpec>(spec);
+  Pool2dOptions o;
+  o.kind = kind;
+  const std::string where = spec.type + ": ";
+  auto size = window_pair(s.size, where + "size", {2, 2});
+  if (!size) return size.error();
+  auto strides = window_pair(s.strides, where + "strides", *size);
+  if (!strides) return strides.error();
+  auto same = parse_padding(s.padding);
+  if (!same) return config_error(where + same.error().message);
+  o.size = *size;
+  o.strides = *strides;
+  o.same = *same;
+  return std::unique_ptr<Layer>(std::make_unique<Pool2D>(o));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Layer>> make_max_pool2d(const LayerSpec& spec) { return make_pool(spec, kernels::PoolKind::kMax); }
+Result<std::unique_ptr<Layer>> make_avg_pool2d(const LayerSpec& spec) { return make_pool(spec, kernels::PoolKind::kAvg); }
 
 }  // namespace dtrain

@@ -7,9 +7,15 @@
 // workspace in the LayerCache for backward.
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
 #include <array>
 
 #include "engine/kernels/pool.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -47,5 +53,18 @@ class Pool2D : public Layer {
   Pool2dOptions o_;
   kernels::Pool2dShape geom_;
 };
+
+// A max_pool2d or avg_pool2d layer's options in the job.
+struct Pool2dSpec {
+  std::vector<int64_t> size{2, 2};   // [ph, pw]
+  std::vector<int64_t> strides;      // [sh, sw]; empty (null): = size
+  std::string padding = "valid";     // valid | same
+  void resolve() {
+    if (strides.empty()) strides = size;
+  }
+};
+std::span<const Field> pool2d_fields();
+Result<std::unique_ptr<Layer>> make_max_pool2d(const LayerSpec& spec);
+Result<std::unique_ptr<Layer>> make_avg_pool2d(const LayerSpec& spec);
 
 }  // namespace dtrain

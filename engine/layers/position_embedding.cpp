@@ -1,4 +1,5 @@
 // Position embedding: a broadcast add forward, a sum over examples backward.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/position_embedding.hpp"
 
 #include <fmt/format.h>
@@ -71,6 +72,24 @@ void PositionEmbedding::backward(const ForwardContext& ctx, std::span<const Tens
     std::fill(table + block, table + sequence_length_ * channels_, 0.0f);
   });
   if (dx != nullptr) *dx = dy;
+}
+
+std::span<const Field> position_embedding_fields() {
+  static const Field kFields[] = {
+      field<&PositionEmbeddingSpec::sequence_length>(
+          "sequence_length", "The longest sequence the layer embeds; the input's steps must not exceed it.")
+          .min(1)
+          .need(),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_position_embedding(const LayerSpec& spec) {
+  const auto& s = layer_options<PositionEmbeddingSpec>(spec);
+  if (s.sequence_length < 1) {
+    return config_error(fmt::format("position_embedding: sequence_length must be >= 1; got {}", s.sequence_length));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<PositionEmbedding>(s.sequence_length));
 }
 
 }  // namespace dtrain

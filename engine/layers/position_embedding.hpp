@@ -7,6 +7,12 @@
 // REQUIRES (build): T <= sequence_length. Float32 under every compute type.
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -33,5 +39,12 @@ class PositionEmbedding : public Layer {
   int64_t sequence_length_;
   int64_t steps_ = 0, channels_ = 0;  // T, C
 };
+
+// A position_embedding layer's options in the job.
+struct PositionEmbeddingSpec {
+  int64_t sequence_length = 0;  // the longest sequence it embeds
+};
+std::span<const Field> position_embedding_fields();
+Result<std::unique_ptr<Layer>> make_position_embedding(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -1,9 +1,12 @@
-// The one table of layer types: {type name, factory}. A factory checks the
-// spec fields its layer uses and returns the (unbuilt) layer.
+// The one table of layer types: a row per type with its documentation, its
+// options (a field table over its own struct), its factory and its ONNX
+// exporter. The job schema's layer branches are made from these rows
+// (config_schema/layer_schema.cpp), so a type written here is documented.
 #include "engine/layers/registry.hpp"
 
 #include <fmt/format.h>
 
+#include "engine/export/onnx_layers.hpp"
 #include "engine/layers/activation.hpp"
 #include "engine/layers/attention.hpp"
 #include "engine/layers/batch_norm.hpp"
@@ -25,203 +28,118 @@ namespace dtrain {
 
 namespace {
 
-using LayerPtr = std::unique_ptr<Layer>;
-using Factory = Result<LayerPtr> (*)(const LayerSpec&);
+namespace onnx = onnx_export;
+constexpr LayerInputs kMerge = LayerInputs::kMerge;
+constexpr const char* kMergeInputs = "The layers merged, by name: a list of two or more.";
 
-Result<LayerPtr> make_dense(const LayerSpec& s) {
-  if (s.units < 1) return config_error(fmt::format("dense: units must be >= 1; got {}", s.units));
-  return LayerPtr(std::make_unique<Dense>(s.units, s.use_bias, s.kernel_initializer, s.bias_initializer));
-}
-
-Result<LayerPtr> make_conv2d(const LayerSpec& s) {
-  Conv2dOptions o;
-  if (s.filters < 1) return config_error(fmt::format("conv2d: filters must be >= 1; got {}", s.filters));
-  if (s.kernel.empty()) return config_error("conv2d: kernel is required (e.g. kernel: 3 or kernel: [3, 5])");
-  auto kernel = window_pair(s.kernel, "conv2d: kernel", {1, 1});
-  if (!kernel) return kernel.error();
-  auto strides = window_pair(s.strides, "conv2d: strides", {1, 1});
-  if (!strides) return strides.error();
-  auto dilation = window_pair(s.dilation, "conv2d: dilation", {1, 1});
-  if (!dilation) return dilation.error();
-  auto same = parse_padding(s.padding);
-  if (!same) return config_error("conv2d: " + same.error().message);
-  o.filters = s.filters;
-  o.kernel = *kernel;
-  o.strides = *strides;
-  o.dilation = *dilation;
-  o.same = *same;
-  o.use_bias = s.use_bias;
-  o.kernel_init = s.kernel_initializer;
-  o.bias_init = s.bias_initializer;
-  return LayerPtr(std::make_unique<Conv2D>(std::move(o)));
-}
-
-Result<LayerPtr> make_pool(const LayerSpec& s, kernels::PoolKind kind) {
-  Pool2dOptions o;
-  o.kind = kind;
-  const std::string where = s.type + ": ";
-  auto size = window_pair(s.size, where + "size", {2, 2});
-  if (!size) return size.error();
-  auto strides = window_pair(s.strides, where + "strides", *size);
-  if (!strides) return strides.error();
-  auto same = parse_padding(s.padding);
-  if (!same) return config_error(where + same.error().message);
-  o.size = *size;
-  o.strides = *strides;
-  o.same = *same;
-  return LayerPtr(std::make_unique<Pool2D>(o));
-}
-
-Result<LayerPtr> make_max_pool2d(const LayerSpec& s) { return make_pool(s, kernels::PoolKind::kMax); }
-Result<LayerPtr> make_avg_pool2d(const LayerSpec& s) { return make_pool(s, kernels::PoolKind::kAvg); }
-
-Result<LayerPtr> make_global_avg_pool2d(const LayerSpec&) {
-  return LayerPtr(std::make_unique<GlobalPool>(GlobalPoolKind::kAvg2d));
-}
-Result<LayerPtr> make_global_max_pool2d(const LayerSpec&) {
-  return LayerPtr(std::make_unique<GlobalPool>(GlobalPoolKind::kMax2d));
-}
-Result<LayerPtr> make_global_avg_pool1d(const LayerSpec&) {
-  return LayerPtr(std::make_unique<GlobalPool>(GlobalPoolKind::kAvg1d));
-}
-
-Result<LayerPtr> make_flatten(const LayerSpec&) { return LayerPtr(std::make_unique<Flatten>()); }
-
-Result<LayerPtr> make_reshape(const LayerSpec& s) {
-  if (s.target_shape.empty()) return config_error("reshape: target_shape is required (without the batch dimension)");
-  return LayerPtr(std::make_unique<Reshape>(Shape(s.target_shape.begin(), s.target_shape.end())));
-}
-
-Result<LayerPtr> make_dropout(const LayerSpec& s) {
-  if (!(s.rate >= 0.0f && s.rate < 1.0f)) {
-    return config_error(fmt::format("dropout: rate must be in [0, 1); got {}", s.rate));
-  }
-  return LayerPtr(std::make_unique<Dropout>(s.rate, s.name));
-}
-
-Result<LayerPtr> make_batch_norm(const LayerSpec& s) {
-  if (!(s.momentum >= 0.0f && s.momentum <= 1.0f)) {
-    return config_error(fmt::format("batch_norm: momentum must be in [0, 1]; got {}", s.momentum));
-  }
-  if (!(s.epsilon > 0.0f)) return config_error(fmt::format("batch_norm: epsilon must be > 0; got {}", s.epsilon));
-  return LayerPtr(std::make_unique<BatchNorm>(s.momentum, s.epsilon, s.sync));
-}
-
-Result<LayerPtr> make_layer_norm(const LayerSpec& s) {
-  if (!(s.epsilon > 0.0f)) return config_error(fmt::format("layer_norm: epsilon must be > 0; got {}", s.epsilon));
-  return LayerPtr(std::make_unique<LayerNorm>(s.epsilon, s.center, s.scale));
-}
-
-Result<LayerPtr> make_embedding(const LayerSpec& s) {
-  if (s.input_dim < 1) {
-    return config_error(fmt::format("embedding: input_dim (the number of token ids) must be >= 1; got {}", s.input_dim));
-  }
-  if (s.output_dim < 1) return config_error(fmt::format("embedding: output_dim must be >= 1; got {}", s.output_dim));
-  return LayerPtr(std::make_unique<Embedding>(s.input_dim, s.output_dim, s.embeddings_initializer));
-}
-
-Result<LayerPtr> make_position_embedding(const LayerSpec& s) {
-  if (s.sequence_length < 1) {
-    return config_error(fmt::format("position_embedding: sequence_length must be >= 1; got {}", s.sequence_length));
-  }
-  return LayerPtr(std::make_unique<PositionEmbedding>(s.sequence_length));
-}
-
-Result<LayerPtr> make_activation_layer(const LayerSpec& s) {
-  if (s.activation.empty()) {
-    return config_error(fmt::format("activation: the activation field is required (one of {})",
-                                    join(Activation::names())));
-  }
-  return make_activation(s.activation);
-}
-
-template <MergeKind kKind>
-Result<LayerPtr> make_merge(const LayerSpec&) {
-  return LayerPtr(std::make_unique<Merge>(kKind));
-}
-
-Result<LayerPtr> make_concatenate(const LayerSpec& s) { return LayerPtr(std::make_unique<Concatenate>(s.axis)); }
-
-Result<LayerPtr> make_zero_padding2d(const LayerSpec& s) {
-  std::vector<int64_t> pad = s.pad.empty() ? std::vector<int64_t>{1, 1} : s.pad;
-  if (pad.size() == 1) pad.push_back(pad[0]);
-  if (pad.size() != 2 || pad[0] < 0 || pad[1] < 0) {
-    return config_error(fmt::format("zero_padding2d: padding must be an integer >= 0 or [rows, columns]; got {}",
-                                    shape_str(Shape(s.pad.begin(), s.pad.end()))));
-  }
-  return LayerPtr(std::make_unique<ZeroPadding2D>(pad[0], pad[1]));
-}
-
-Result<LayerPtr> make_multi_head_attention(const LayerSpec& s) {
-  const char* where = "multi_head_attention: ";
-  if (s.num_heads < 1) return config_error(fmt::format("{}num_heads must be >= 1; got {}", where, s.num_heads));
-  if (s.key_dim < 1) return config_error(fmt::format("{}key_dim must be >= 1; got {}", where, s.key_dim));
-  if (s.value_dim && *s.value_dim < 1) {
-    return config_error(fmt::format("{}value_dim must be >= 1 (or null for key_dim); got {}", where, *s.value_dim));
-  }
-  if (s.output_shape && *s.output_shape < 1) {
-    return config_error(
-        fmt::format("{}output_shape must be >= 1 (or null for the input's last dimension); got {}", where,
-                    *s.output_shape));
-  }
-  if (!(s.dropout >= 0.0f && s.dropout < 1.0f)) {
-    return config_error(fmt::format("{}dropout must be in [0, 1); got {}", where, s.dropout));
-  }
-  if (s.inputs.size() > 3) {
-    return config_error(fmt::format("{}takes one input (self-attention), [query, value] or [query, value, key]; "
-                                    "got {} inputs",
-                                    where, s.inputs.size()));
-  }
-  AttentionOptions o;
-  o.num_heads = s.num_heads;
-  o.key_dim = s.key_dim;
-  o.value_dim = s.value_dim.value_or(0);
-  o.output_dim = s.output_shape.value_or(0);
-  o.dropout = s.dropout;
-  o.use_bias = s.use_bias;
-  o.causal = s.use_causal_mask;
-  o.kernel_init = s.kernel_initializer;
-  o.bias_init = s.bias_initializer;
-  const int arity = s.inputs.size() >= 2 ? static_cast<int>(s.inputs.size()) : 1;
-  return LayerPtr(std::make_unique<MultiHeadAttention>(std::move(o), s.name, arity));
-}
-
-struct Entry {
-  const char* type;
-  Factory make;
-};
-
-constexpr Entry kLayers[] = {
-    {"dense", make_dense},
-    {"conv2d", make_conv2d},
-    {"max_pool2d", make_max_pool2d},
-    {"avg_pool2d", make_avg_pool2d},
-    {"global_avg_pool2d", make_global_avg_pool2d},
-    {"global_max_pool2d", make_global_max_pool2d},
-    {"global_avg_pool1d", make_global_avg_pool1d},
-    {"flatten", make_flatten},
-    {"reshape", make_reshape},
-    {"zero_padding2d", make_zero_padding2d},
-    {"dropout", make_dropout},
-    {"batch_norm", make_batch_norm},
-    {"layer_norm", make_layer_norm},
-    {"activation", make_activation_layer},
-    {"embedding", make_embedding},
-    {"position_embedding", make_position_embedding},
-    {"multi_head_attention", make_multi_head_attention},
-    {"add", make_merge<MergeKind::kAdd>},
-    {"subtract", make_merge<MergeKind::kSubtract>},
-    {"multiply", make_merge<MergeKind::kMultiply>},
-    {"average", make_merge<MergeKind::kAverage>},
-    {"maximum", make_merge<MergeKind::kMaximum>},
-    {"concatenate", make_concatenate},
+// {type, doc, fields, options struct, make, ONNX export [, inputs, inputs doc]}
+const LayerRow kLayers[] = {
+    {"dense",
+     "Fully connected layer: y = activation(x W + b) over the last dimension (Keras Dense): an input (features) gives "
+     "(units); an input (steps, features) gives (steps, units), with the same kernel (features, units) at every step.",
+     dense_fields, &kOptionsOf<DenseSpec>, make_dense, onnx::export_dense},
+    {"conv2d", "2-D convolution over NHWC input.", conv2d_fields, &kOptionsOf<Conv2dSpec>, make_conv2d,
+     onnx::export_conv2d},
+    {"max_pool2d", "Max pooling over NHWC input.", pool2d_fields, &kOptionsOf<Pool2dSpec>, make_max_pool2d,
+     onnx::export_pool2d},
+    {"avg_pool2d", "Average pooling over NHWC input.", pool2d_fields, &kOptionsOf<Pool2dSpec>, make_avg_pool2d,
+     onnx::export_pool2d},
+    {"global_avg_pool2d",
+     "Global average pooling (Keras GlobalAveragePooling2D): the mean over height and width of each channel of NHWC "
+     "input (height, width, channels), giving (channels).",
+     no_fields, &kOptionsOf<NoOptions>, make_global_avg_pool2d, onnx::export_global_pool},
+    {"global_max_pool2d",
+     "Global max pooling (Keras GlobalMaxPooling2D): the maximum over height and width of each channel of NHWC input "
+     "(height, width, channels), giving (channels). The gradient goes to the first maximal position.",
+     no_fields, &kOptionsOf<NoOptions>, make_global_max_pool2d, onnx::export_global_pool},
+    {"global_avg_pool1d",
+     "Global average pooling over steps (Keras GlobalAveragePooling1D): the mean over the steps of each channel of a "
+     "sequence (steps, channels), giving (channels).",
+     no_fields, &kOptionsOf<NoOptions>, make_global_avg_pool1d, onnx::export_global_pool},
+    {"flatten", "Flattens each example to one dimension.", no_fields, &kOptionsOf<NoOptions>, make_flatten,
+     onnx::export_reshape},
+    {"reshape", "Reshapes each example (the batch dimension is kept).", reshape_fields, &kOptionsOf<ReshapeSpec>,
+     make_reshape, onnx::export_reshape},
+    {"zero_padding2d",
+     "Pads each NHWC image with zeros: padding rows above and below, padding columns left and right (Keras "
+     "ZeroPadding2D).",
+     zero_padding2d_fields, &kOptionsOf<ZeroPadding2dSpec>, make_zero_padding2d, onnx::export_zero_padding2d},
+    {"dropout", "Sets a fraction of the inputs to zero during training (inverted dropout; identity at evaluation).",
+     dropout_fields, &kOptionsOf<DropoutSpec>, make_dropout, onnx::export_dropout},
+    {"batch_norm", "Batch normalization over the last (channel) dimension.", batch_norm_fields,
+     &kOptionsOf<BatchNormSpec>, make_batch_norm, onnx::export_batch_norm},
+    {"layer_norm",
+     "Layer normalization over the last dimension (Keras LayerNormalization): each example's values at one position "
+     "are normalised by their own mean and variance, then scaled by gamma and shifted by beta (variables of shape "
+     "(features)).",
+     layer_norm_fields, &kOptionsOf<LayerNormSpec>, make_layer_norm, onnx::export_layer_norm},
+    {"activation", "An elementwise activation function as a layer.", activation_fields, &kOptionsOf<NoOptions>,
+     make_activation_layer, onnx::export_activation},
+    {"embedding",
+     "Embedding lookup (Keras Embedding): each integer token id of the input selects a row of the variable embeddings "
+     "(input_dim, output_dim); an input of shape (steps) gives (steps, output_dim). Ids must be integers in [0, "
+     "input_dim); any other id is a data error. Ids get no gradient.",
+     embedding_fields, &kOptionsOf<EmbeddingSpec>, make_embedding, onnx::export_embedding},
+    {"position_embedding",
+     "Learned position embedding (keras_hub PositionEmbedding): adds row t of the variable embeddings "
+     "(sequence_length, features) to step t of a sequence (steps, features), for steps up to sequence_length. Unlike "
+     "keras_hub's layer, which returns the embeddings for the caller to add, this layer adds them to its input.",
+     position_embedding_fields, &kOptionsOf<PositionEmbeddingSpec>, make_position_embedding,
+     onnx::export_position_embedding},
+    {"multi_head_attention",
+     "Multi-head attention over sequences (time, features), as Keras MultiHeadAttention: self-attention on one input "
+     "(query = key = value), or inputs: [query, value] (the key is the value) or [query, value, key], as Keras's "
+     "call(query, value, key); key and value have the same length. Each head projects the input to queries and keys "
+     "of size key_dim and values of size value_dim, attends with softmax(Q K^T / sqrt(key_dim)) over the positions, "
+     "and the heads' outputs are projected to output_shape features. Variables: query/kernel (features, num_heads, "
+     "key_dim), query/bias (num_heads, key_dim), key/kernel (key features, num_heads, key_dim), key/bias, "
+     "value/kernel (value features, num_heads, value_dim), value/bias (num_heads, value_dim), "
+     "attention_output/kernel (num_heads, value_dim, output_shape), attention_output/bias (output_shape).",
+     attention_fields, &kOptionsOf<AttentionSpec>, make_multi_head_attention, onnx::export_attention},
+    {"add",
+     "Elementwise sum of same-shaped inputs (no broadcasting), optionally followed by an activation (a residual "
+     "connection).",
+     add_fields, &kOptionsOf<NoOptions>, make_merge<MergeKind::kAdd>, onnx::export_merge, kMerge, kMergeInputs},
+    {"subtract", "The first input minus the second; same shapes.", no_fields, &kOptionsOf<NoOptions>,
+     make_merge<MergeKind::kSubtract>, onnx::export_merge, kMerge,
+     "The layers merged, by name: a list of two or more (exactly two for subtract)."},
+    {"multiply", "Elementwise product of same-shaped inputs.", no_fields, &kOptionsOf<NoOptions>,
+     make_merge<MergeKind::kMultiply>, onnx::export_merge, kMerge, kMergeInputs},
+    {"average", "Elementwise mean of same-shaped inputs.", no_fields, &kOptionsOf<NoOptions>,
+     make_merge<MergeKind::kAverage>, onnx::export_merge, kMerge, kMergeInputs},
+    {"maximum",
+     "Elementwise maximum of same-shaped inputs; the gradient goes to the first input holding the maximum.",
+     no_fields, &kOptionsOf<NoOptions>, make_merge<MergeKind::kMaximum>, onnx::export_merge, kMerge, kMergeInputs},
+    {"concatenate", "Joins inputs along one axis; every other dimension must match.", concatenate_fields,
+     &kOptionsOf<ConcatenateSpec>, make_concatenate, onnx::export_concatenate, kMerge, kMergeInputs},
 };
 
 }  // namespace
 
+std::span<const LayerRow> layer_rows() { return kLayers; }
+
+const LayerRow* find_layer_row(const std::string& type) {
+  for (const LayerRow& row : kLayers) {
+    if (type == row.type) return &row;
+  }
+  return nullptr;
+}
+
+LayerSpec default_layer_spec(const std::string& type) {
+  const LayerRow* row = find_layer_row(type);
+  if (row == nullptr) throw std::logic_error("default_layer_spec: no layer type \"" + type + "\"");
+  LayerSpec spec;
+  spec.type = type;
+  spec.options = row->options->make();
+  return spec;
+}
+
 Result<std::unique_ptr<Layer>> make_layer(const LayerSpec& spec) {
-  for (const Entry& e : kLayers) {
-    if (spec.type == e.type) return e.make(spec);
+  if (const LayerRow* row = find_layer_row(spec.type)) {
+    if (!spec.options.empty()) return row->make(spec);
+    LayerSpec with_defaults = spec;  // a spec made in code without options: the type's defaults
+    with_defaults.options = row->options->make();
+    return row->make(with_defaults);
   }
   const auto types = layer_types();
   return config_error(fmt::format("unknown layer type \"{}\"; known types: {}{}", spec.type, join(types),
@@ -231,12 +149,12 @@ Result<std::unique_ptr<Layer>> make_layer(const LayerSpec& spec) {
 Result<std::unique_ptr<Layer>> make_activation(const std::string& name) {
   auto kind = Activation::parse(name);
   if (!kind) return kind.error();
-  return LayerPtr(std::make_unique<Activation>(*kind));
+  return std::unique_ptr<Layer>(std::make_unique<Activation>(*kind));
 }
 
 std::vector<std::string> layer_types() {
   std::vector<std::string> out;
-  for (const Entry& e : kLayers) out.emplace_back(e.type);
+  for (const LayerRow& row : kLayers) out.emplace_back(row.type);
   return out;
 }
 

@@ -1,4 +1,5 @@
 // Reshape layer: resolves -1 and checks element counts at build; views at run time.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/reshape.hpp"
 
 #include <fmt/format.h>
@@ -47,6 +48,21 @@ void Reshape::forward(const ForwardContext&, std::span<Tensor>, const Tensor& x,
 void Reshape::backward(const ForwardContext&, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
                        const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache&) const {
   if (dx != nullptr) *dx = dy.reshaped(x.shape());
+}
+
+std::span<const Field> reshape_fields() {
+  static const Field kFields[] = {
+      field<&ReshapeSpec::target_shape>("target_shape", "The new shape of one example, without the batch dimension.")
+          .shaped(R"({"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1})")
+          .need(),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_reshape(const LayerSpec& spec) {
+  const auto& s = layer_options<ReshapeSpec>(spec);
+  if (s.target_shape.empty()) return config_error("reshape: target_shape is required (without the batch dimension)");
+  return std::unique_ptr<Layer>(std::make_unique<Reshape>(Shape(s.target_shape.begin(), s.target_shape.end())));
 }
 
 }  // namespace dtrain

@@ -3,8 +3,14 @@
 // x and dx a view of dy.
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
 #include <utility>
 
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -26,5 +32,12 @@ class Reshape : public Layer {
   Shape target_;
   Shape out_;  // target_ with -1 resolved
 };
+
+// A reshape layer's options in the job (type: reshape).
+struct ReshapeSpec {
+  std::vector<int64_t> target_shape;  // without the batch dimension
+};
+std::span<const Field> reshape_fields();
+Result<std::unique_ptr<Layer>> make_reshape(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -1,5 +1,6 @@
 // ZeroPadding2D: a copy into the middle of a zeroed output, and the matching
 // crop of dy in backward.
+#include "engine/layers/registry.hpp"
 #include "engine/layers/zero_padding2d.hpp"
 
 #include <fmt/format.h>
@@ -55,6 +56,27 @@ void ZeroPadding2D::backward(const ForwardContext& ctx, std::span<const Tensor>,
       }
     }
   });
+}
+
+std::span<const Field> zero_padding2d_fields() {
+  static const Field kFields[] = {
+      field<&ZeroPadding2dSpec::padding>("padding", "Zeros added on each side: an integer, or [rows, columns].")
+          .size2()
+          .shaped(R"({"type": ["integer", "array"], "minimum": 0, "items": {"type": "integer", "minimum": 0},
+                      "minItems": 1, "maxItems": 2})"),
+  };
+  return kFields;
+}
+
+Result<std::unique_ptr<Layer>> make_zero_padding2d(const LayerSpec& spec) {
+  const auto& s = layer_options<ZeroPadding2dSpec>(spec);
+  std::vector<int64_t> pad = s.padding.empty() ? std::vector<int64_t>{1, 1} : s.padding;
+  if (pad.size() == 1) pad.push_back(pad[0]);
+  if (pad.size() != 2 || pad[0] < 0 || pad[1] < 0) {
+    return config_error(fmt::format("zero_padding2d: padding must be an integer >= 0 or [rows, columns]; got {}",
+                                    shape_str(Shape(s.padding.begin(), s.padding.end()))));
+  }
+  return std::unique_ptr<Layer>(std::make_unique<ZeroPadding2D>(pad[0], pad[1]));
 }
 
 }  // namespace dtrain

@@ -2,6 +2,12 @@
 // `pad_w` columns left and right of each NHWC image.
 #pragma once
 
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
 
 namespace dtrain {
@@ -23,5 +29,12 @@ class ZeroPadding2D : public Layer {
   int64_t pad_h_, pad_w_;
   Shape in_, out_;
 };
+
+// A zero_padding2d layer's options in the job.
+struct ZeroPadding2dSpec {
+  std::vector<int64_t> padding{1, 1};  // [rows, columns] added on each side ([n] = [n, n])
+};
+std::span<const Field> zero_padding2d_fields();
+Result<std::unique_ptr<Layer>> make_zero_padding2d(const LayerSpec& spec);
 
 }  // namespace dtrain

@@ -10,6 +10,13 @@
 
 #include "config_schema/job_json.hpp"
 #include "job_test_util.hpp"
+#include "engine/layers/batch_norm.hpp"
+#include "engine/layers/conv2d.hpp"
+#include "engine/layers/dense.hpp"
+#include "engine/layers/dropout.hpp"
+#include "engine/layers/pool2d.hpp"
+#include "engine/layers/registry.hpp"
+#include "engine/layers/reshape.hpp"
 
 namespace dtrain {
 namespace {
@@ -97,9 +104,10 @@ TEST_CASE("job_loader: a minimal job gets the defaults of job_spec.hpp") {
   CHECK(l.name == "dense");
   CHECK(l.where == "job.yaml:4:7");
   CHECK(l.activation.empty());
-  CHECK(l.use_bias);
-  CHECK(l.kernel_initializer.type == "glorot_uniform");
-  CHECK(l.bias_initializer.type == "zeros");
+  const auto& dense = layer_options<DenseSpec>(l);
+  CHECK(dense.use_bias);
+  CHECK(dense.kernel_initializer.type == "glorot_uniform");
+  CHECK(dense.bias_initializer.type == "zeros");
   CHECK(job.model.loss == d.model.loss);
   CHECK(job.model.metrics.empty());
   CHECK(job.optimizer.type == "sgd");
@@ -150,14 +158,16 @@ TEST_CASE("job_loader: sizes, pool strides and Keras layer names") {
       "    - {type: flatten}\n");
   const auto& ls = job.model.layers;
   REQUIRE(ls.size() == 7);
-  CHECK(ls[0].kernel == std::vector<int64_t>{3, 3});
-  CHECK(ls[0].strides == std::vector<int64_t>{1, 1});
-  CHECK(ls[0].dilation == std::vector<int64_t>{1, 1});
-  CHECK(ls[1].size == std::vector<int64_t>{2, 2});
-  CHECK(ls[1].strides == std::vector<int64_t>{2, 2});
-  CHECK(ls[2].kernel == std::vector<int64_t>{1, 2});
-  CHECK(ls[2].strides == std::vector<int64_t>{2, 1});
-  CHECK(ls[3].strides == std::vector<int64_t>{3, 3});
+  auto conv = [&](size_t i) { return layer_options<Conv2dSpec>(ls[i]); };
+  auto pool = [&](size_t i) { return layer_options<Pool2dSpec>(ls[i]); };
+  CHECK(conv(0).kernel == std::vector<int64_t>{3, 3});
+  CHECK(conv(0).strides == std::vector<int64_t>{1, 1});
+  CHECK(conv(0).dilation == std::vector<int64_t>{1, 1});
+  CHECK(pool(1).size == std::vector<int64_t>{2, 2});
+  CHECK(pool(1).strides == std::vector<int64_t>{2, 2});
+  CHECK(conv(2).kernel == std::vector<int64_t>{1, 2});
+  CHECK(conv(2).strides == std::vector<int64_t>{2, 1});
+  CHECK(pool(3).strides == std::vector<int64_t>{3, 3});
   std::vector<std::string> names;
   for (const LayerSpec& l : ls) names.push_back(l.name);
   // conv2d_1 is taken by an explicit name, so the generated names skip it.
@@ -166,25 +176,26 @@ TEST_CASE("job_loader: sizes, pool strides and Keras layer names") {
 
 TEST_CASE("job_loader: every field can be set from YAML") {
   const JobSpec job = load_ok(kFullJob);
-  const LayerSpec& c = job.model.layers[0];
-  CHECK(c.name == "c1");
+  const LayerSpec& l0 = job.model.layers[0];
+  const auto& c = layer_options<Conv2dSpec>(l0);
+  CHECK(l0.name == "c1");
   CHECK(c.kernel == std::vector<int64_t>{3, 5});
   CHECK(c.strides == std::vector<int64_t>{2, 2});
   CHECK(c.padding == "same");
   CHECK(c.dilation == std::vector<int64_t>{1, 2});
-  CHECK(c.activation == "gelu");
+  CHECK(l0.activation == "gelu");
   CHECK_FALSE(c.use_bias);
   CHECK(c.kernel_initializer.type == "he_normal");
   CHECK(c.bias_initializer.type == "constant");
   CHECK(c.bias_initializer.value == 0.25f);
-  CHECK(job.model.layers[1].momentum == 0.9f);
-  CHECK(job.model.layers[1].epsilon == 0.01f);
+  CHECK(layer_options<BatchNormSpec>(job.model.layers[1]).momentum == 0.9f);
+  CHECK(layer_options<BatchNormSpec>(job.model.layers[1]).epsilon == 0.01f);
   CHECK(job.model.layers[2].activation == "tanh");
-  CHECK(job.model.layers[3].size == std::vector<int64_t>{2, 3});
-  CHECK(job.model.layers[3].strides == std::vector<int64_t>{1, 1});
-  CHECK(job.model.layers[5].target_shape == std::vector<int64_t>{12, 1});
-  CHECK(job.model.layers[7].rate == 0.3f);
-  CHECK(job.model.layers[8].units == 5);
+  CHECK(layer_options<Pool2dSpec>(job.model.layers[3]).size == std::vector<int64_t>{2, 3});
+  CHECK(layer_options<Pool2dSpec>(job.model.layers[3]).strides == std::vector<int64_t>{1, 1});
+  CHECK(layer_options<ReshapeSpec>(job.model.layers[5]).target_shape == std::vector<int64_t>{12, 1});
+  CHECK(layer_options<DropoutSpec>(job.model.layers[7]).rate == 0.3f);
+  CHECK(layer_options<DenseSpec>(job.model.layers[8]).units == 5);
   CHECK(job.model.metrics == std::vector<std::string>{"accuracy", "mean_loss", "precision"});
   const OptimizerSpec& o = job.optimizer;
   CHECK(o.type == "adamw");

@@ -6,6 +6,10 @@
 
 #include "engine/model/model.hpp"
 #include "job_test_util.hpp"
+#include "engine/layers/embedding.hpp"
+#include "engine/layers/layer_norm.hpp"
+#include "engine/layers/position_embedding.hpp"
+#include "engine/layers/registry.hpp"
 
 namespace dtrain {
 namespace {
@@ -40,15 +44,15 @@ TEST_CASE("layer specs: the sequence layers load with Keras defaults") {
   const JobSpec job = load_ok(kSequenceJob);
   const auto& l = job.model.layers;
   REQUIRE(l.size() == 12);
-  CHECK(l[0].input_dim == 50);
-  CHECK(l[0].output_dim == 8);
-  CHECK(l[0].embeddings_initializer.type == "random_uniform");
-  CHECK(l[0].embeddings_initializer.minval == -0.05f);
-  CHECK(l[0].embeddings_initializer.maxval == 0.05f);
-  CHECK(l[1].sequence_length == 16);
-  CHECK(l[3].epsilon == 1e-3f);
-  CHECK(l[3].center);
-  CHECK(l[3].scale);
+  CHECK(layer_options<EmbeddingSpec>(l[0]).input_dim == 50);
+  CHECK(layer_options<EmbeddingSpec>(l[0]).output_dim == 8);
+  CHECK(layer_options<EmbeddingSpec>(l[0]).embeddings_initializer.type == "random_uniform");
+  CHECK(layer_options<EmbeddingSpec>(l[0]).embeddings_initializer.minval == -0.05f);
+  CHECK(layer_options<EmbeddingSpec>(l[0]).embeddings_initializer.maxval == 0.05f);
+  CHECK(layer_options<PositionEmbeddingSpec>(l[1]).sequence_length == 16);
+  CHECK(layer_options<LayerNormSpec>(l[3]).epsilon == 1e-3f);
+  CHECK(layer_options<LayerNormSpec>(l[3]).center);
+  CHECK(layer_options<LayerNormSpec>(l[3]).scale);
   CHECK(l[4].name == "global_avg_pool1d");
   CHECK(l[7].name == "global_max_pool2d");
   CHECK(l[10].name == "global_avg_pool2d");
@@ -63,12 +67,12 @@ TEST_CASE("layer specs: every new field can be set, and the resolved YAML loads 
     - {type: layer_norm, epsilon: 0.01, center: false, scale: false}
 )");
   const auto& l = job.model.layers;
-  CHECK(l[0].embeddings_initializer.minval == -0.5f);
-  CHECK(l[0].embeddings_initializer.maxval == 0.25f);
+  CHECK(layer_options<EmbeddingSpec>(l[0]).embeddings_initializer.minval == -0.5f);
+  CHECK(layer_options<EmbeddingSpec>(l[0]).embeddings_initializer.maxval == 0.25f);
   CHECK(l[1].name == "pos");
-  CHECK(l[2].epsilon == 0.01f);
-  CHECK_FALSE(l[2].center);
-  CHECK_FALSE(l[2].scale);
+  CHECK(layer_options<LayerNormSpec>(l[2]).epsilon == 0.01f);
+  CHECK_FALSE(layer_options<LayerNormSpec>(l[2]).center);
+  CHECK_FALSE(layer_options<LayerNormSpec>(l[2]).scale);
   const std::string layers = job.resolved_yaml.substr(0, job.resolved_yaml.find("  loss:"));
   CHECK(layers == R"(model:
   input:

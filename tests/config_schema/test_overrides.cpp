@@ -3,6 +3,8 @@
 
 #include "config_schema/overrides.hpp"
 #include "job_test_util.hpp"
+#include "engine/layers/dense.hpp"
+#include "engine/layers/registry.hpp"
 
 namespace dtrain {
 namespace {
@@ -41,11 +43,11 @@ TEST_CASE("overrides: values are YAML scalars or flow nodes, applied before vali
                                      "model.layers[0].kernel_initializer={type: constant, value: 0.5}"}));
   REQUIRE_MESSAGE(r.ok(), r.error().message);
   CHECK(r->optimizer.learning_rate == 0.05);
-  CHECK(r->model.layers[0].units == 64);
+  CHECK(layer_options<DenseSpec>(r->model.layers[0]).units == 64);
   CHECK(r->strategy.devices == std::vector<std::string>{"cpu:0", "cpu:1"});
   CHECK(r->run.seed == 7);  // run: created by the override
-  CHECK(r->model.layers[0].kernel_initializer.type == "constant");
-  CHECK(r->model.layers[0].kernel_initializer.value == 0.5f);
+  CHECK(layer_options<DenseSpec>(r->model.layers[0]).kernel_initializer.type == "constant");
+  CHECK(layer_options<DenseSpec>(r->model.layers[0]).kernel_initializer.value == 0.5f);
 }
 
 TEST_CASE("overrides: later overrides win and a value may replace a whole section") {
@@ -61,7 +63,7 @@ TEST_CASE("overrides: later overrides win and a value may replace a whole sectio
 TEST_CASE("overrides: an empty file plus overrides is a job") {
   auto r = load_text("", with_sets({"model={input: {shape: [4]}, layers: [{type: dense, units: 2}]}"}));
   REQUIRE_MESSAGE(r.ok(), r.error().message);
-  CHECK(r->model.layers[0].units == 2);
+  CHECK(layer_options<DenseSpec>(r->model.layers[0]).units == 2);
 }
 
 TEST_CASE("overrides: validation problems in an override name the override") {

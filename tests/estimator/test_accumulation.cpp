@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "estimator/accumulation.hpp"
+#include "engine/layers/batch_norm.hpp"
+#include "engine/layers/registry.hpp"
 
 namespace dtrain {
 namespace {
@@ -60,8 +62,7 @@ TEST_CASE("accumulation: a batch not divisible by K x replicas is a config error
 
 TEST_CASE("accumulation: batch_norm is noted, and sync batch_norm refused") {
   JobSpec job = job_with(2, 16);
-  LayerSpec bn;
-  bn.type = "batch_norm";
+  LayerSpec bn = default_layer_spec("batch_norm");
   bn.where = "job.yaml:5:7";
   job.model.layers.push_back(bn);
   const auto lines = describe_accumulation(job, 16, 2);
@@ -69,7 +70,7 @@ TEST_CASE("accumulation: batch_norm is noted, and sync batch_norm refused") {
   CHECK(lines[1] == "note: batch_norm computes its statistics per micro-batch of 4 rows, not over the 16 rows of an "
                     "update, so training differs from one step on the whole batch (as in every framework)");
   CHECK(check_accumulation(job, 16, 2));
-  job.model.layers[0].sync = true;
+  layer_options<BatchNormSpec>(job.model.layers[0]).sync = true;
   const Status s = check_accumulation(job, 16, 2);
   REQUIRE_FALSE(s);
   CHECK(s.error().message ==
@@ -122,15 +123,14 @@ TEST_CASE("micro_batch_rows: refused with accumulation_steps and with sync batch
         "micro-batches; set one of them (micro_batch_rows also fixes the order in which every strategy adds the "
         "gradients)");
   JobSpec bn = micro(8, 64);
-  LayerSpec layer;
-  layer.type = "batch_norm";
+  LayerSpec layer = default_layer_spec("batch_norm");
   layer.where = "job.yaml:5:7";
   bn.model.layers.push_back(layer);
   CHECK(check_accumulation(bn, 64, 2));
   const auto lines = describe_accumulation(bn, 64, 2);
   REQUIRE(lines.size() == 2);
   CHECK(lines[1] == "note: batch_norm computes its statistics per micro-batch of 8 rows, not over the 64 rows of an update");
-  bn.model.layers[0].sync = true;
+  layer_options<BatchNormSpec>(bn.model.layers[0]).sync = true;
   const Status sync = check_accumulation(bn, 64, 2);
   REQUIRE_FALSE(sync);
   CHECK(sync.error().message ==

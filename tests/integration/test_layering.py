@@ -1,11 +1,13 @@
 """The folders' layering: includes point down only.
     engine/base  <-  engine  <-  strategies, datasets  <-  estimator  <-  cli
-    engine/base  <-  config_schema  <-  estimator, cli
+    engine/base, the layer table  <-  config_schema  <-  estimator, cli
 engine/base/ (Status, did_you_mean, the job-spec structs) includes nothing of
 the project above it; engine/ never includes strategies/, datasets/,
 estimator/, cli/ or config_schema/; strategies/ and datasets/ never include
 estimator/, cli/ or config_schema/; config_schema/ (the job loader) uses only
-engine/base/. Reads the sources under DTRAIN_SOURCE_ROOT."""
+engine/base/ and the layer table (engine/layers/registry.hpp), whose rows
+give each layer type's schema and options. Reads the sources under
+DTRAIN_SOURCE_ROOT."""
 import re
 from pathlib import Path
 
@@ -19,7 +21,8 @@ RULES = {
     "engine": (("strategies", "datasets", "estimator", "cli", "config_schema"), ()),
     "strategies": (("estimator", "cli", "config_schema"), ()),
     "datasets": (("estimator", "cli", "config_schema"), ()),
-    "config_schema": (("engine", "strategies", "datasets", "estimator", "cli"), ("engine/base",)),
+    "config_schema": (("engine", "strategies", "datasets", "estimator", "cli"),
+                      ("engine/base", "engine/layers/registry.hpp")),
 }
 # The old name of the rules (folder -> forbidden top-level folders).
 FORBIDDEN = {folder: forbidden for folder, (forbidden, _) in RULES.items() if "/" not in folder}

@@ -47,15 +47,15 @@ TEST_CASE("attention: variables with Keras names and shapes; model summary with 
     REQUIRE(other.ok());
     CHECK(other->model_hash != job->model_hash);
   }
-  const LayerSpec& l = job->model.layers[0];
+  const auto& l = layer_options<AttentionSpec>(job->model.layers[0]);
   CHECK(l.num_heads == 2);
   CHECK(l.key_dim == 3);
   CHECK(l.value_dim == std::optional<int64_t>(5));
   CHECK(l.output_shape == std::optional<int64_t>(6));
   CHECK(l.use_causal_mask);
   CHECK(l.dropout == 0.0f);
-  const LayerSpec& l1 = job->model.layers[1];
-  CHECK(l1.name == "multi_head_attention_1");
+  const auto& l1 = layer_options<AttentionSpec>(job->model.layers[1]);
+  CHECK(job->model.layers[1].name == "multi_head_attention_1");
   CHECK(!l1.value_dim.has_value());
   CHECK(!l1.output_shape.has_value());
   CHECK(!l1.use_causal_mask);
@@ -101,30 +101,29 @@ TEST_CASE("attention: variables with Keras names and shapes; model summary with 
 }
 
 TEST_CASE("attention: configuration and shape errors") {
-  LayerSpec s;
-  s.type = "multi_head_attention";
+  LayerSpec s = default_layer_spec("multi_head_attention");
   s.name = "mha";
-  s.num_heads = 2;
-  s.key_dim = 3;
+  layer_options<AttentionSpec>(s).num_heads = 2;
+  layer_options<AttentionSpec>(s).key_dim = 3;
   REQUIRE(make_layer(s).ok());
   auto error = [](LayerSpec spec) { return make_layer(spec).error().message; };
   LayerSpec bad = s;
-  bad.num_heads = 0;
+  layer_options<AttentionSpec>(bad).num_heads = 0;
   CHECK(error(bad) == "multi_head_attention: num_heads must be >= 1; got 0");
   bad = s;
-  bad.key_dim = -1;
+  layer_options<AttentionSpec>(bad).key_dim = -1;
   CHECK(error(bad) == "multi_head_attention: key_dim must be >= 1; got -1");
   bad = s;
-  bad.value_dim = 0;
+  layer_options<AttentionSpec>(bad).value_dim = 0;
   CHECK(error(bad) == "multi_head_attention: value_dim must be >= 1 (or null for key_dim); got 0");
   bad = s;
-  bad.output_shape = 0;
+  layer_options<AttentionSpec>(bad).output_shape = 0;
   CHECK(error(bad) ==
         "multi_head_attention: output_shape must be >= 1 (or null for the input's last dimension); got 0");
   bad = s;
-  bad.dropout = 1.0f;
+  layer_options<AttentionSpec>(bad).dropout = 1.0f;
   CHECK(error(bad) == "multi_head_attention: dropout must be in [0, 1); got 1");
-  bad.dropout = -0.5f;
+  layer_options<AttentionSpec>(bad).dropout = -0.5f;
   CHECK(error(bad) == "multi_head_attention: dropout must be in [0, 1); got -0.5");
 
   auto layer = make_layer(s);

@@ -9,15 +9,14 @@
 #include "engine/layers/registry.hpp"
 #include "engine/model/model.hpp"
 #include "tests/engine/layers/layer_test_util.hpp"
+#include "engine/layers/dense.hpp"
+#include "engine/layers/reshape.hpp"
 
 namespace dtrain {
 namespace {
 
 Embedding make_embedding(int64_t input_dim, int64_t output_dim) {
-  LayerSpec s;
-  s.type = "embedding";
-  s.input_dim = input_dim;
-  s.output_dim = output_dim;
+  const EmbeddingSpec s{input_dim, output_dim};
   return Embedding(input_dim, output_dim, s.embeddings_initializer);
 }
 
@@ -43,12 +42,12 @@ TEST_CASE("embedding: Keras param, default initializer and output shapes") {
 }
 
 TEST_CASE("embedding: registry errors") {
-  LayerSpec s;
-  s.type = "embedding";
-  s.output_dim = 3;
+  LayerSpec s = default_layer_spec("embedding");
+  auto& o = layer_options<EmbeddingSpec>(s);
+  o.output_dim = 3;
   CHECK(make_layer(s).error().message == "embedding: input_dim (the number of token ids) must be >= 1; got 0");
-  s.input_dim = 5;
-  s.output_dim = 0;
+  o.input_dim = 5;
+  o.output_dim = 0;
   CHECK(make_layer(s).error().message == "embedding: output_dim must be >= 1; got 0");
 }
 
@@ -132,13 +131,11 @@ TEST_CASE("embedding: Model::check_input reaches the embedding through layers th
   ModelSpec spec;
   spec.input_shape = {2, 3};
   spec.input_dtype = "int32";
-  LayerSpec reshape, emb, flat;
-  reshape.type = "reshape";
-  reshape.target_shape = {6};
-  emb.type = "embedding";
-  emb.input_dim = 5;
-  emb.output_dim = 2;
-  flat.type = "flatten";
+  LayerSpec reshape = default_layer_spec("reshape"), emb = default_layer_spec("embedding"),
+            flat = default_layer_spec("flatten");
+  layer_options<ReshapeSpec>(reshape).target_shape = {6};
+  layer_options<EmbeddingSpec>(emb).input_dim = 5;
+  layer_options<EmbeddingSpec>(emb).output_dim = 2;
   spec.layers = {reshape, emb, flat};
   auto model = Model::build(spec);
   REQUIRE(model.ok());
@@ -152,9 +149,8 @@ TEST_CASE("embedding: Model::check_input reaches the embedding through layers th
   CHECK(bad.error().kind == ErrorKind::kData);
   CHECK(bad.error().message == "layer embedding (embedding): id 5 at example 0, position 5 is out of range for input_dim 5");
 
-  LayerSpec dense;
-  dense.type = "dense";
-  dense.units = 6;
+  LayerSpec dense = default_layer_spec("dense");
+  layer_options<DenseSpec>(dense).units = 6;
   spec.input_shape = {6};
   spec.layers = {dense, emb};
   auto computed = Model::build(spec);

@@ -5,17 +5,19 @@
 
 #include "engine/layers/registry.hpp"
 #include "layer_test_util.hpp"
+#include "engine/layers/conv2d.hpp"
+#include "engine/layers/dense.hpp"
 
 namespace dtrain {
 namespace {
 
 LayerSpec conv_spec() {
-  LayerSpec s;
-  s.type = "conv2d";
+  LayerSpec s = default_layer_spec("conv2d");
   s.name = "conv2d";
-  s.filters = 4;
-  s.kernel = {3, 3};
-  s.padding = "same";
+  auto& o = layer_options<Conv2dSpec>(s);
+  o.filters = 4;
+  o.kernel = {3, 3};
+  o.padding = "same";
   return s;
 }
 
@@ -66,9 +68,8 @@ TEST_CASE("only relu is fused") {
   auto conv = make_layer(conv_spec()).value();
   CHECK_FALSE(conv->fuse_activation("tanh"));
   auto dense = make_layer([] {
-    LayerSpec s;
-    s.type = "dense";
-    s.units = 3;
+    LayerSpec s = default_layer_spec("dense");
+    layer_options<DenseSpec>(s).units = 3;
     return s;
   }()).value();
   CHECK_FALSE(dense->fuse_activation("relu"));

@@ -5,6 +5,10 @@
 
 #include "engine/layers/registry.hpp"
 #include "tests/engine/layers/layer_test_util.hpp"
+#include "engine/layers/dense.hpp"
+#include "engine/layers/embedding.hpp"
+#include "engine/layers/layer_norm.hpp"
+#include "engine/layers/position_embedding.hpp"
 
 namespace dtrain {
 namespace {
@@ -53,18 +57,14 @@ std::unique_ptr<Layer> built(LayerSpec spec, const Shape& input) {
   return std::move(*layer);
 }
 
-LayerSpec spec_of(const std::string& type) {
-  LayerSpec s;
-  s.type = type;
-  return s;
-}
+LayerSpec spec_of(const std::string& type) { return default_layer_spec(type); }
 
 TEST_CASE("gradient check: dense on rank 3 and rank 4 inputs") {
   for (bool use_bias : {true, false}) {
     CAPTURE(use_bias);
     LayerSpec s = spec_of("dense");
-    s.units = 4;
-    s.use_bias = use_bias;
+    layer_options<DenseSpec>(s).units = 4;
+    layer_options<DenseSpec>(s).use_bias = use_bias;
     auto d3 = built(s, {3, 5});
     test::check_gradients(*d3, test::make_params(*d3, 21), test::random_tensor({2, 3, 5}, 22));
     auto d4 = built(s, {2, 3, 5});
@@ -78,8 +78,8 @@ TEST_CASE("gradient check: layer_norm with and without center and scale") {
       CAPTURE(center);
       CAPTURE(scale);
       LayerSpec s = spec_of("layer_norm");
-      s.center = center;
-      s.scale = scale;
+      layer_options<LayerNormSpec>(s).center = center;
+      layer_options<LayerNormSpec>(s).scale = scale;
       auto ln = built(s, {3, 6});
       // Random gamma and beta (make_params would give ones and zeros, which
       // hides a gamma left out of dx).
@@ -91,7 +91,7 @@ TEST_CASE("gradient check: layer_norm with and without center and scale") {
     }
   }
   LayerSpec flat = spec_of("layer_norm");
-  flat.epsilon = 0.5f;  // a large epsilon must still be in both directions
+  layer_options<LayerNormSpec>(flat).epsilon = 0.5f;  // a large epsilon must still be in both directions
   auto ln = built(flat, {5});
   test::check_gradients(*ln, {test::random_tensor({5}, 34), test::random_tensor({5}, 35)},
                         test::random_tensor({4, 5}, 36));
@@ -109,8 +109,8 @@ TEST_CASE("gradient check: global pools") {
 
 TEST_CASE("gradient check: embedding (param gradient only: ids are not differentiable)") {
   LayerSpec s = spec_of("embedding");
-  s.input_dim = 6;
-  s.output_dim = 3;
+  layer_options<EmbeddingSpec>(s).input_dim = 6;
+  layer_options<EmbeddingSpec>(s).output_dim = 3;
   auto emb = built(s, {4});
   // Ids with repeats (3 twice, 0 three times); 2 and 4 appear nowhere.
   const Tensor ids = Tensor::from({3, 4}, {3, 0, 1, 3, 0, 5, 0, 1, 5, 5, 1, 0});
@@ -121,7 +121,7 @@ TEST_CASE("gradient check: embedding (param gradient only: ids are not different
 
 TEST_CASE("gradient check: position_embedding, shorter and as long as the table") {
   LayerSpec s = spec_of("position_embedding");
-  s.sequence_length = 5;
+  layer_options<PositionEmbeddingSpec>(s).sequence_length = 5;
   auto shorter = built(s, {3, 4});
   test::check_gradients(*shorter, test::make_params(*shorter, 61), test::random_tensor({2, 3, 4}, 62));
   auto full = built(s, {2, 5, 4});

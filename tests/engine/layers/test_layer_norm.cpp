@@ -12,8 +12,7 @@ namespace dtrain {
 namespace {
 
 TEST_CASE("layer_norm: Keras defaults and params") {
-  LayerSpec s;
-  s.type = "layer_norm";
+  LayerSpec s = default_layer_spec("layer_norm");
   auto made = make_layer(s);  // the spec's defaults: epsilon 1e-3, center and scale
   REQUIRE(made.ok());
   REQUIRE(*(*made)->build({4, 6}) == Shape{4, 6});
@@ -37,7 +36,7 @@ TEST_CASE("layer_norm: Keras defaults and params") {
   CHECK(neither.params().empty());
   CHECK(LayerNorm(1e-3f, true, true).build({}).error().message ==
         "layer_norm expects an input with a feature (last) dimension; got shape []");
-  s.epsilon = 0.0f;
+  layer_options<LayerNormSpec>(s).epsilon = 0.0f;
   CHECK(make_layer(s).error().message == "layer_norm: epsilon must be > 0; got 0");
 }
 

@@ -6,7 +6,16 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "engine/layers/attention.hpp"
+#include "engine/layers/batch_norm.hpp"
+#include "engine/layers/conv2d.hpp"
+#include "engine/layers/dense.hpp"
+#include "engine/layers/embedding.hpp"
+#include "engine/layers/layer_norm.hpp"
+#include "engine/layers/pool2d.hpp"
+#include "engine/layers/position_embedding.hpp"
 #include "engine/layers/registry.hpp"
+#include "engine/layers/zero_padding2d.hpp"
 #include "tests/engine/layers/layer_test_util.hpp"
 
 namespace dtrain {
@@ -18,31 +27,54 @@ Tensor tensor_of(const json& j) {
   return Tensor::from(j.at("shape").get<Shape>(), j.at("data").get<std::vector<float>>());
 }
 
+template <class T>
+void maybe(const json& l, const char* key, T& out) {
+  if (l.contains(key)) out = l.at(key).get<T>();
+}
+
 LayerSpec spec_of(const json& l) {
-  LayerSpec s;
-  s.type = l.at("type").get<std::string>();
-  s.units = l.value("units", int64_t{0});
-  s.filters = l.value("filters", int64_t{0});
-  s.kernel = l.value("kernel", std::vector<int64_t>{});
-  s.strides = l.value("strides", std::vector<int64_t>{});
-  s.dilation = l.value("dilation", std::vector<int64_t>{});
-  s.size = l.value("size", std::vector<int64_t>{});
-  s.padding = l.value("padding", std::string("valid"));
-  s.use_bias = l.value("use_bias", true);
+  LayerSpec s = default_layer_spec(l.at("type").get<std::string>());
   s.activation = l.value("activation", std::string());
-  s.momentum = l.value("momentum", 0.99f);
-  s.epsilon = l.value("epsilon", 1e-3f);
-  s.center = l.value("center", true);
-  s.scale = l.value("scale", true);
-  s.input_dim = l.value("input_dim", int64_t{0});
-  s.output_dim = l.value("output_dim", int64_t{0});
-  s.sequence_length = l.value("sequence_length", int64_t{0});
-  s.pad = l.value("pad", std::vector<int64_t>{});
-  s.num_heads = l.value("num_heads", int64_t{0});
-  s.key_dim = l.value("key_dim", int64_t{0});
-  if (l.contains("value_dim")) s.value_dim = l.at("value_dim").get<int64_t>();
-  if (l.contains("output_shape")) s.output_shape = l.at("output_shape").get<int64_t>();
-  s.use_causal_mask = l.value("use_causal_mask", false);
+  if (auto* o = s.options.get<DenseSpec>()) {
+    maybe(l, "units", o->units);
+    maybe(l, "use_bias", o->use_bias);
+  }
+  if (auto* o = s.options.get<Conv2dSpec>()) {
+    maybe(l, "filters", o->filters);
+    maybe(l, "kernel", o->kernel);
+    maybe(l, "strides", o->strides);
+    maybe(l, "dilation", o->dilation);
+    maybe(l, "padding", o->padding);
+    maybe(l, "use_bias", o->use_bias);
+  }
+  if (auto* o = s.options.get<Pool2dSpec>()) {
+    maybe(l, "size", o->size);
+    maybe(l, "strides", o->strides);
+    maybe(l, "padding", o->padding);
+  }
+  if (auto* o = s.options.get<BatchNormSpec>()) {
+    maybe(l, "momentum", o->momentum);
+    maybe(l, "epsilon", o->epsilon);
+  }
+  if (auto* o = s.options.get<LayerNormSpec>()) {
+    maybe(l, "epsilon", o->epsilon);
+    maybe(l, "center", o->center);
+    maybe(l, "scale", o->scale);
+  }
+  if (auto* o = s.options.get<EmbeddingSpec>()) {
+    maybe(l, "input_dim", o->input_dim);
+    maybe(l, "output_dim", o->output_dim);
+  }
+  if (auto* o = s.options.get<PositionEmbeddingSpec>()) maybe(l, "sequence_length", o->sequence_length);
+  if (auto* o = s.options.get<ZeroPadding2dSpec>()) maybe(l, "pad", o->padding);
+  if (auto* o = s.options.get<AttentionSpec>()) {
+    maybe(l, "num_heads", o->num_heads);
+    maybe(l, "key_dim", o->key_dim);
+    if (l.contains("value_dim")) o->value_dim = l.at("value_dim").get<int64_t>();
+    if (l.contains("output_shape")) o->output_shape = l.at("output_shape").get<int64_t>();
+    maybe(l, "use_causal_mask", o->use_causal_mask);
+    maybe(l, "use_bias", o->use_bias);
+  }
   return s;
 }
 

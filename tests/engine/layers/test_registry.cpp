@@ -1,26 +1,42 @@
 // The layer table: every row builds its type; spec validation messages.
 #include <doctest.h>
 
+#include "engine/layers/attention.hpp"
+#include "engine/layers/batch_norm.hpp"
+#include "engine/layers/conv2d.hpp"
+#include "engine/layers/dense.hpp"
+#include "engine/layers/dropout.hpp"
+#include "engine/layers/embedding.hpp"
+#include "engine/layers/pool2d.hpp"
+#include "engine/layers/position_embedding.hpp"
 #include "engine/layers/registry.hpp"
+#include "engine/layers/reshape.hpp"
 
 namespace dtrain {
 namespace {
 
 LayerSpec spec(const std::string& type) {
   LayerSpec s;
+  if (find_layer_row(type) != nullptr) s = default_layer_spec(type);
   s.type = type;
-  s.units = 3;
-  s.filters = 2;
-  s.kernel = {3};
-  s.size = {2};
-  s.target_shape = {-1};
-  s.rate = 0.5f;
   s.activation = "relu";
-  s.input_dim = 5;
-  s.output_dim = 4;
-  s.sequence_length = 6;
-  s.num_heads = 2;
-  s.key_dim = 3;
+  if (auto* o = s.options.get<DenseSpec>()) o->units = 3;
+  if (auto* o = s.options.get<Conv2dSpec>()) {
+    o->filters = 2;
+    o->kernel = {3};
+  }
+  if (auto* o = s.options.get<Pool2dSpec>()) o->size = {2};
+  if (auto* o = s.options.get<ReshapeSpec>()) o->target_shape = {-1};
+  if (auto* o = s.options.get<DropoutSpec>()) o->rate = 0.5f;
+  if (auto* o = s.options.get<EmbeddingSpec>()) {
+    o->input_dim = 5;
+    o->output_dim = 4;
+  }
+  if (auto* o = s.options.get<PositionEmbeddingSpec>()) o->sequence_length = 6;
+  if (auto* o = s.options.get<AttentionSpec>()) {
+    o->num_heads = 2;
+    o->key_dim = 3;
+  }
   return s;
 }
 
@@ -49,15 +65,15 @@ TEST_CASE("registry: table order and every type constructs and builds") {
 
 TEST_CASE("registry: windows from the spec") {
   LayerSpec s = spec("conv2d");
-  s.kernel = {3, 1};
-  s.strides = {2};
-  s.padding = "same";
+  layer_options<Conv2dSpec>(s).kernel = {3, 1};
+  layer_options<Conv2dSpec>(s).strides = {2};
+  layer_options<Conv2dSpec>(s).padding = "same";
   auto conv = make_layer(s);
   REQUIRE(conv.ok());
   CHECK(*(*conv)->build({7, 5, 1}) == Shape{4, 3, 2});
   CHECK((*conv)->params()[0].shape == Shape{3, 1, 1, 2});
   LayerSpec p = spec("max_pool2d");
-  p.size = {3, 2};
+  layer_options<Pool2dSpec>(p).size = {3, 2};
   auto pool = make_layer(p);
   REQUIRE(pool.ok());
   CHECK(*(*pool)->build({9, 9, 4}) == Shape{3, 4, 4});  // strides default to the size
@@ -69,24 +85,25 @@ TEST_CASE("registry: errors") {
         "global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, batch_norm, layer_norm, "
         "activation, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
   LayerSpec d = spec("dense");
-  d.units = 0;
+  layer_options<DenseSpec>(d).units = 0;
   CHECK(make_layer(d).error().message == "dense: units must be >= 1; got 0");
   LayerSpec c = spec("conv2d");
-  c.kernel = {};
+  auto& co = layer_options<Conv2dSpec>(c);
+  co.kernel = {};
   CHECK(make_layer(c).error().message == "conv2d: kernel is required (e.g. kernel: 3 or kernel: [3, 5])");
-  c.kernel = {3, 3, 3};
+  co.kernel = {3, 3, 3};
   CHECK(make_layer(c).error().message == "conv2d: kernel must have 1 or 2 entries (height, width); got [3, 3, 3]");
-  c.kernel = {3};
-  c.dilation = {0};
+  co.kernel = {3};
+  co.dilation = {0};
   CHECK(make_layer(c).error().message == "conv2d: dilation entries must be >= 1; got [0]");
-  c.dilation = {};
-  c.padding = "sme";
+  co.dilation = {};
+  co.padding = "sme";
   CHECK(make_layer(c).error().message == "conv2d: padding must be \"valid\" or \"same\"; got \"sme\" (did you mean \"same\"?)");
   LayerSpec r = spec("dropout");
-  r.rate = 1.0f;
+  layer_options<DropoutSpec>(r).rate = 1.0f;
   CHECK(make_layer(r).error().message == "dropout: rate must be in [0, 1); got 1");
   LayerSpec b = spec("batch_norm");
-  b.epsilon = 0.0f;
+  layer_options<BatchNormSpec>(b).epsilon = 0.0f;
   CHECK(make_layer(b).error().message == "batch_norm: epsilon must be > 0; got 0");
   LayerSpec a = spec("activation");
   a.activation = "";
@@ -95,7 +112,7 @@ TEST_CASE("registry: errors") {
   CHECK(make_activation("tanhh").error().message ==
         "unknown activation \"tanhh\"; known: relu, gelu, tanh, sigmoid, softmax (did you mean \"tanh\"?)");
   LayerSpec rs = spec("reshape");
-  rs.target_shape = {};
+  layer_options<ReshapeSpec>(rs).target_shape = {};
   CHECK(make_layer(rs).error().message == "reshape: target_shape is required (without the batch dimension)");
 }
 

@@ -1,0 +1,159 @@
+// Reading, writing and describing the options of a field table.
+#include "config_schema/field_io.hpp"
+
+#include <charconv>
+#include <optional>
+#include <vector>
+
+namespace dtrain {
+
+namespace {
+
+const Node* given(const Node& node, const char* key) {
+  const Node* n = node.find(key);
+  return n != nullptr && value_type(*n) != ValueType::kNull ? n : nullptr;
+}
+
+std::vector<int64_t> int_list(const Node& n) {
+  std::vector<int64_t> out;
+  for (const Node& item : n.items) out.push_back(as_int(item));
+  return out;
+}
+
+// A name, or {type, value, minval, maxval} (the missing ones at their defaults).
+InitializerSpec read_initializer(const Node& n) {
+  if (n.is_scalar()) return InitializerSpec{n.text, 0.0f};
+  InitializerSpec out;
+  if (const Node* v = given(n, "type")) out.type = v->text;
+  if (const Node* v = given(n, "value")) out.value = static_cast<float>(as_number(*v));
+  if (const Node* v = given(n, "minval")) out.minval = static_cast<float>(as_number(*v));
+  if (const Node* v = given(n, "maxval")) out.maxval = static_cast<float>(as_number(*v));
+  return out;
+}
+
+// The value of field f of `object` as the resolved job writes it.
+Json value_json(const Field& f, const void* object, const std::string& activation) {
+  switch (f.kind) {
+    case FieldKind::kInt: return field_value<int64_t>(f, object);
+    case FieldKind::kOptionalInt: {
+      const auto& v = field_value<std::optional<int64_t>>(f, object);
+      return v ? Json(*v) : Json(nullptr);
+    }
+    case FieldKind::kFloat: return shortest(field_value<float>(f, object));
+    case FieldKind::kDouble: return field_value<double>(f, object);
+    case FieldKind::kBool: return field_value<bool>(f, object);
+    case FieldKind::kString: return field_value<std::string>(f, object);
+    case FieldKind::kIntList:
+    case FieldKind::kSize2: return field_value<std::vector<int64_t>>(f, object);
+    case FieldKind::kInitializer: return initializer_json(field_value<InitializerSpec>(f, object));
+    case FieldKind::kActivation: return activation.empty() ? "linear" : activation;
+  }
+  return nullptr;
+}
+
+// A default as the schema documents it: a size [n, n] as n, [] as null,
+// an initializer by its name.
+Json default_json(const Field& f, const void* defaults) {
+  if (f.kind == FieldKind::kInitializer) {
+    // Its name alone when its values are the name's own (random_uniform's U(-0.05, 0.05)).
+    const auto& init = field_value<InitializerSpec>(f, defaults);
+    const InitializerSpec plain{init.type, 0.0f};
+    if (init.value == plain.value && init.minval == plain.minval && init.maxval == plain.maxval) return init.type;
+  }
+  Json v = value_json(f, defaults, "");
+  if (f.kind == FieldKind::kSize2 && v.is_array()) {
+    if (v.empty()) return nullptr;
+    if (v.size() == 2 && v[0] == v[1]) return v[0];
+  }
+  return v;
+}
+
+Json value_schema(const Field& f) {
+  if (f.schema != nullptr) return Json::parse(f.schema);
+  Json s = Json::object();
+  if (f.ref != nullptr) {
+    s["$ref"] = std::string("#/$defs/") + f.ref;
+    return s;
+  }
+  switch (f.kind) {
+    case FieldKind::kInt: s["type"] = "integer"; break;
+    case FieldKind::kOptionalInt: s["type"] = Json::array({"integer", "null"}); break;
+    case FieldKind::kFloat:
+    case FieldKind::kDouble: s["type"] = "number"; break;
+    case FieldKind::kBool: s["type"] = "boolean"; break;
+    case FieldKind::kString: s["type"] = "string"; break;
+    case FieldKind::kIntList: s = Json{{"type", "array"}, {"items", {{"type", "integer"}}}}; break;
+    case FieldKind::kSize2: s["$ref"] = "#/$defs/size2"; break;
+    case FieldKind::kInitializer: s["$ref"] = "#/$defs/initializer"; break;
+    case FieldKind::kActivation: s["$ref"] = "#/$defs/activation"; break;
+  }
+  // A bound as the integer it is when it is one (the schema reads "minimum": 1).
+  auto number = [](double v) { return v == static_cast<double>(static_cast<int64_t>(v)) ? Json(static_cast<int64_t>(v)) : Json(v); };
+  if (f.minimum) s[f.exclusive_minimum ? "exclusiveMinimum" : "minimum"] = number(*f.minimum);
+  if (f.maximum) s[f.exclusive_maximum ? "exclusiveMaximum" : "maximum"] = number(*f.maximum);
+  return s;
+}
+
+}  // namespace
+
+double shortest(float f) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
+  double d = 0;
+  std::from_chars(buf, end, d);
+  return d;
+}
+
+Json initializer_json(const InitializerSpec& init) {
+  if (init.type == "random_uniform") {
+    return Json{{"type", init.type}, {"minval", shortest(init.minval)}, {"maxval", shortest(init.maxval)}};
+  }
+  if (init.type == "constant" || init.value != 0.0f) return Json{{"type", init.type}, {"value", shortest(init.value)}};
+  return init.type;
+}
+
+void read_fields(const Node& node, std::span<const Field> fields, void* object, std::string* activation) {
+  for (const Field& f : fields) {
+    const Node* n = given(node, f.name);
+    if (n == nullptr) continue;
+    switch (f.kind) {
+      case FieldKind::kInt: field_value<int64_t>(f, object) = as_int(*n); break;
+      case FieldKind::kOptionalInt: field_value<std::optional<int64_t>>(f, object) = as_int(*n); break;
+      case FieldKind::kFloat: field_value<float>(f, object) = static_cast<float>(as_number(*n)); break;
+      case FieldKind::kDouble: field_value<double>(f, object) = as_number(*n); break;
+      case FieldKind::kBool: field_value<bool>(f, object) = as_bool(*n); break;
+      case FieldKind::kString: field_value<std::string>(f, object) = n->text; break;
+      case FieldKind::kIntList: field_value<std::vector<int64_t>>(f, object) = int_list(*n); break;
+      case FieldKind::kSize2:
+        field_value<std::vector<int64_t>>(f, object) =
+            n->is_sequence() ? int_list(*n) : std::vector<int64_t>{as_int(*n), as_int(*n)};
+        break;
+      case FieldKind::kInitializer: field_value<InitializerSpec>(f, object) = read_initializer(*n); break;
+      case FieldKind::kActivation:
+        if (activation != nullptr) *activation = n->text == "linear" ? "" : n->text;
+        break;
+    }
+  }
+}
+
+void write_fields(std::span<const Field> fields, const void* object, const void* defaults,
+                  const std::string& activation, Json& out) {
+  for (const Field& f : fields) {
+    Json v = value_json(f, object, activation);
+    if (!f.shown_at_default && defaults != nullptr && v == value_json(f, defaults, "")) continue;
+    out[f.name] = std::move(v);
+  }
+}
+
+void fields_schema(std::span<const Field> fields, const void* defaults, Json& properties, Json& required) {
+  for (const Field& f : fields) {
+    Json s = value_schema(f);
+    s["description"] = f.doc;
+    if (f.required) required.push_back(f.name);
+    else if (f.kind == FieldKind::kActivation) s["default"] = "linear";
+    else s["default"] = default_json(f, defaults);
+    properties[f.name] = std::move(s);
+  }
+}
+
+}  // namespace dtrain
