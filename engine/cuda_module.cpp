@@ -43,14 +43,15 @@ Result<CudaModule> open_module(const CudaModuleCandidate& c) {
     return runtime_error(fmt::format("{} ({}) is not a dtrain CUDA module: {}", c.path, c.origin, why));
   }
   const DtrainCudaModule* table = entry();
-  if (!table || table->abi_version != kDtrainCudaModuleAbi || table->table_size < sizeof(DtrainCudaModule)) {
+  if (!table || table->abi_version != kDtrainCudaModuleAbi || table->table_size < sizeof(DtrainCudaModule) ||
+      table->backend == nullptr) {
     const std::string version = table ? std::to_string(table->abi_version) : "none";
     dlclose(handle);
     return runtime_error(fmt::format("{} ({}) has CUDA module ABI version {}, this dtrain needs {}: "
                                      "the module is from another build",
                                      c.path, c.origin, version, kDtrainCudaModuleAbi));
   }
-  return CudaModule{table, c.path};
+  return CudaModule{table, table->backend, c.path};
 }
 
 Result<CudaModule> find_and_open() {

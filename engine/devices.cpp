@@ -30,7 +30,7 @@ GpuReport discover_gpus() {
   }
   r.cuda_module = (*module)->path;
   const auto c = std::make_unique<DtrainCudaReport>();  // about 20 KiB
-  (*module)->table->discover_gpus(c.get());
+  (*module)->backend->discover_gpus(*c);
   r.status = c->status;
   r.cuda_runtime = c->cuda_runtime;
   r.cuda_driver = c->cuda_driver;

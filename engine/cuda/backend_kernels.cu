@@ -85,7 +85,7 @@ __global__ void sum_rows_kernel(const float* x, float* out, int64_t rows, int64_
   }
 }
 
-// One thread per row, in the CPU loss's order (engine/losses/softmax_rows.hpp).
+// One thread per row, in the CPU loss's order (engine/kernels/losses.cpp).
 __global__ void sparse_xent_kernel(const float* logits, const float* labels, float* dlogits, float row_scale,
                                    double* row_loss, int64_t rows, int64_t c) {
   for (int64_t r = global_thread(); r < rows; r += grid_threads()) {

@@ -45,4 +45,14 @@ void attention_softmax_backward(const float* p, const float* mask, float* g, int
   });
 }
 
+void attention_add_input_grads(float* dx, const float* a, const float* b, int64_t n) {
+  parallel_ranges(n, 1, [&](int64_t first, int64_t last) {
+    if (b != nullptr) {
+      for (int64_t i = first; i < last; ++i) dx[i] += a[i] + b[i];
+    } else {
+      for (int64_t i = first; i < last; ++i) dx[i] += a[i];
+    }
+  });
+}
+
 }  // namespace dtrain::kernels

@@ -1,6 +1,7 @@
-// Multi-head attention's own float32 loops (the products are matmuls): the
-// token-major <-> head-major permute, the masked softmax over score rows and
-// its backward. Rows are split over the OpenMP team (kernels/parallel.hpp);
+// Multi-head attention's own float32 loops (the products are matmuls; its
+// dropout is kernels/dropout.hpp): the token-major <-> head-major permute, the
+// masked softmax over score rows and its backward, and the sum of an input's
+// gradients. Rows are split over the OpenMP team (kernels/parallel.hpp);
 // each row is computed alone, so results do not depend on the thread count.
 #pragma once
 
@@ -21,5 +22,9 @@ void attention_softmax_rows(float* p, int64_t rows, int64_t tq, int64_t tk, bool
 // after dropout, becomes the gradient of the scores. With d = g * mask (g when
 // mask is null), dS_j = P_j (d_j - sum_k d_k P_k); masked keys have P = 0, so dS = 0.
 void attention_softmax_backward(const float* p, const float* mask, float* g, int64_t rows, int64_t tk);
+
+// dx[i] += a[i] + b[i] for i in [0, n) (dx[i] += a[i] when b is null): the
+// gradients of one input that was the query, key and/or value summed.
+void attention_add_input_grads(float* dx, const float* a, const float* b, int64_t n);
 
 }  // namespace dtrain::kernels

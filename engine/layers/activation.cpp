@@ -1,7 +1,6 @@
 // Activations: relu and softmax as plain loops split over the OpenMP team,
 // gelu/tanh/sigmoid through oneDNN's vectorised eltwise kernels; on a GPU
 // the cuda backend's kernels (all but gelu, which the support table refuses).
-#include "engine/layers/registry.hpp"
 #include "engine/layers/activation.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include "engine/kernels/parallel.hpp"
 #include "engine/kernels/softmax.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {

@@ -2,10 +2,8 @@
 // ops::matmul (the per-head ones batched over examples x heads, on head-major
 // copies); the head permutes and the masked softmax are the ops
 // ops::attention_* (engine/ops/layer_ops.hpp, CPU kernels in
-// engine/kernels/attention.cpp); attention dropout and the sums of the input
-// gradients are float32 loops here, run through on_device as the "attention"
-// op, their rows split over the OpenMP team (kernels/parallel.hpp).
-#include "engine/layers/registry.hpp"
+// engine/kernels/attention.cpp), as is the sum of an input's gradients;
+// attention dropout is ops::dropout, the dropout layer's op.
 #include "engine/layers/attention.hpp"
 
 #include <fmt/format.h>
@@ -16,11 +14,10 @@
 #include <utility>
 
 #include "engine/kernels/matmul.hpp"
-#include "engine/kernels/parallel.hpp"
 #include "engine/layers/dropout.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/core.hpp"
-#include "engine/ops/dispatch.hpp"
 #include "engine/ops/layer_ops.hpp"
 #include "engine/ops/library.hpp"
 #include "engine/rng.hpp"
@@ -82,8 +79,6 @@ kernels::MatmulShape batched(int64_t m, int64_t n, int64_t k, bool trans_a, bool
   s.batch = batch;
   return s;
 }
-
-float* f32(Tensor& t) { return static_cast<float*>(t.raw()); }
 
 // One projection's backward: x (rows, in) its input, dt (rows, cols) the
 // gradient of x W + b. Overwrites dW (W's shape), db (b's shape, cols
@@ -198,21 +193,7 @@ void AttentionCore::forward(const ForwardContext& ctx, std::span<const Tensor> p
     cache.ints[0] = 1;
     Tensor& mask = keep(cache, kMask, p.shape(), query);
     Tensor& dropped = keep(cache, kDropped, p.shape(), query);
-    const uint64_t key_bits = mask_key(ctx.seed, ctx.step);
-    const int64_t n = d.h * d.tq * d.tk;  // mask elements per example
-    ops::on_device(oc, "attention", {&p, &mask, &dropped}, [&] {
-      float* mp = f32(mask);
-      kernels::parallel_ranges(d.b, n, [&](int64_t first, int64_t last) {
-        for (int64_t r = first; r < last; ++r) {
-          dropout_mask(key_bits, static_cast<uint64_t>(ctx.example_offset + r), o_.dropout, mp + r * n, n);
-        }
-      });
-      const float* pp = f32(p);
-      float* dp = f32(dropped);
-      kernels::parallel_ranges(d.b * n, 1, [&](int64_t first, int64_t last) {
-        for (int64_t i = first; i < last; ++i) dp[i] = pp[i] * mp[i];
-      });
-    });
+    ops::dropout(oc, p, mask_key(ctx.seed, ctx.step), ctx.example_offset, o_.dropout, mask, dropped);
     attn = &dropped;
   }
 
@@ -331,14 +312,7 @@ void MultiHeadAttention::backward(const ForwardContext& ctx, std::span<const Ten
   Tensor dvalue = scratch(cache, kDValueInput, x.shape(), dy.device());
   core_.backward(ctx, params, grads, x, x, x, dy, dx, &dkey, &dvalue, cache);
   // query = key = value = x: dx is the sum of the three.
-  ops::on_device(*ctx.ops, "attention", {dx, &dkey, &dvalue}, [&] {
-    float* out = f32(*dx);
-    const float* a = f32(dkey);
-    const float* b = f32(dvalue);
-    kernels::parallel_ranges(dx->numel(), 1, [&](int64_t first, int64_t last) {
-      for (int64_t i = first; i < last; ++i) out[i] += a[i] + b[i];
-    });
-  });
+  ops::attention_add_input_grads(*ctx.ops, *dx, dkey, &dvalue);
 }
 
 Result<Shape> MultiHeadAttention::build_inputs(std::span<const Shape> inputs) {
@@ -380,11 +354,7 @@ void MultiHeadAttention::backward_inputs(const ForwardContext& ctx, std::span<co
   // The value is also the key: its gradient is the sum of both.
   Tensor dkey = scratch(cache, kDKeyInput, value.shape(), dy.device());
   core_.backward(ctx, params, grads, *xs[0], value, value, dy, dxs[0], &dkey, dvalue, cache);
-  ops::on_device(*ctx.ops, "attention", {dvalue, &dkey}, [&] {
-    float* out = f32(*dvalue);
-    const float* a = f32(dkey);
-    for (int64_t i = 0; i < dvalue->numel(); ++i) out[i] += a[i];
-  });
+  ops::attention_add_input_grads(*ctx.ops, *dvalue, dkey, nullptr);
 }
 
 std::span<const Field> attention_fields() {

@@ -63,7 +63,7 @@ class AttentionCore {
   Result<Shape> build(const Shape& query, const Shape& key, const Shape& value);
   // Valid after build(), in Keras's order; biases only with use_bias.
   std::vector<ParamSpec> params() const;
-  static std::vector<std::string_view> ops() { return {"matmul", "sum_rows", "attention"}; }
+  static std::vector<std::string_view> ops() { return {"matmul", "sum_rows", "attention", "dropout"}; }
   const AttentionOptions& options() const { return o_; }
   // Valid after build(): Dv and d_out with their defaults resolved.
   int64_t value_dim() const { return value_dim_; }

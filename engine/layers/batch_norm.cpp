@@ -2,7 +2,6 @@
 // their sums over replicas (synchronised batch norm); the math is the ops
 // ops::batch_norm_* (engine/ops/layer_ops.hpp, CPU kernels in
 // engine/kernels/batch_norm.cpp).
-#include "engine/layers/registry.hpp"
 #include "engine/layers/batch_norm.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {

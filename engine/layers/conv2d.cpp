@@ -1,5 +1,4 @@
 // Conv2D layer: shape checks and TF padding at build, oneDNN (CPU) or cuDNN (GPU) kernels per call.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/conv2d.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/padding.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/dispatch.hpp"
 #include "engine/ops/library.hpp"
 

@@ -1,6 +1,5 @@
 // Dense layer: forward and backward as three oneDNN matmuls (bias fused into
 // the forward one) plus a column sum for the bias gradient.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/dense.hpp"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 
 #include "engine/kernels/matmul.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/core.hpp"
 #include "engine/ops/library.hpp"
 

@@ -19,10 +19,9 @@ namespace dtrain {
 
 // The Philox key of a layer's masks at (seed, step); `salt` tells layers apart.
 uint64_t dropout_key(uint64_t seed, int64_t step, uint64_t salt);
-// One example's inverted-dropout mask: mask[e] = 1 / (1 - rate) when
-// CounterRng(key, example).uniform(e) >= rate, else 0, for e in [0, n).
-// Shared with multi_head_attention's dropout of attention probabilities.
-void dropout_mask(uint64_t key, uint64_t example, float rate, float* mask, int64_t n);
+// The masks themselves are kernels::dropout_mask (engine/kernels/dropout.hpp),
+// drawn by ops::dropout, which multi_head_attention's dropout of attention
+// probabilities shares.
 
 class Dropout : public Layer {
  public:

@@ -1,5 +1,4 @@
 // Embedding: a row gather forward and a scatter-add backward, plain loops.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/embedding.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include <limits>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {

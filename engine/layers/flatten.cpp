@@ -1,9 +1,10 @@
 // Flatten layer: shape bookkeeping only; data is shared, never copied.
-#include "engine/layers/layer_util.hpp"
-#include "engine/layers/registry.hpp"
 #include "engine/layers/flatten.hpp"
 
 #include <fmt/format.h>
+
+#include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 
 namespace dtrain {
 

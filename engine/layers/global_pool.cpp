@@ -1,7 +1,6 @@
 // Global pooling: the layer's shapes; its math is the op
 // ops::global_pool_forward / _backward (engine/ops/layer_ops.hpp, CPU kernel in
 // engine/kernels/global_pool.cpp).
-#include "engine/layers/registry.hpp"
 #include "engine/layers/global_pool.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include <cassert>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {

@@ -1,7 +1,6 @@
 // Layer normalization: the layer's shapes and variables; its math is the op
 // ops::layer_norm_forward / _backward (engine/ops/layer_ops.hpp, CPU kernel in
 // engine/kernels/layer_norm.cpp).
-#include "engine/layers/registry.hpp"
 #include "engine/layers/layer_norm.hpp"
 
 #include <fmt/format.h>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {

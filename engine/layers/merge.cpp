@@ -3,7 +3,6 @@
 // buffer (never a view of dy): the model graph adds gradients of a value
 // used twice into one buffer, which must not be shared with another input's.
 // The elementwise loops split their elements over the OpenMP team.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/merge.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +12,7 @@
 
 #include "engine/kernels/parallel.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {

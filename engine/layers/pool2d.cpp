@@ -1,5 +1,4 @@
 // Pooling layers: TF window arithmetic at build, oneDNN (CPU) or cuDNN (GPU) pooling per call.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/pool2d.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +7,7 @@
 
 #include "engine/kernels/padding.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/dispatch.hpp"
 #include "engine/ops/library.hpp"
 

@@ -1,5 +1,4 @@
 // Position embedding: a broadcast add forward, a sum over examples backward.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/position_embedding.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {

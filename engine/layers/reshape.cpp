@@ -1,10 +1,10 @@
 // Reshape layer: resolves -1 and checks element counts at build; views at run time.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/reshape.hpp"
 
 #include <fmt/format.h>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 
 namespace dtrain {
 

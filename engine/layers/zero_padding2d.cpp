@@ -1,6 +1,5 @@
 // ZeroPadding2D: a copy into the middle of a zeroed output, and the matching
 // crop of dy in backward.
-#include "engine/layers/registry.hpp"
 #include "engine/layers/zero_padding2d.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +7,7 @@
 #include <cstring>
 
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/registry.hpp"
 #include "engine/ops/dispatch.hpp"
 
 namespace dtrain {

@@ -1,11 +1,11 @@
 // softmax_cross_entropy: probability (e.g. one-hot) targets t against
-// softmax(logits), per example -sum_c t_c log softmax(x)_c.
-#include <cassert>
-
+// softmax(logits), per example -sum_c t_c log softmax(x)_c, computed as
+// lse * sum(t) - sum(t * x) with gradient softmax * sum(t) - t, exact also for
+// targets that do not sum to one. The math is ops::softmax_cross_entropy
+// (engine/ops/loss_ops.hpp).
 #include "engine/losses/loss_kind.hpp"
 #include "engine/losses/softmax_rows.hpp"
-
-#include "engine/ops/dispatch.hpp"
+#include "engine/ops/loss_ops.hpp"
 
 namespace dtrain {
 
@@ -24,35 +24,10 @@ class SoftmaxCrossEntropy final : public Loss {
     return config_error(std::move(msg));
   }
 
-  // Per example: lse * sum(t) - sum(t * x); gradient softmax * sum(t) - t,
-  // exact also for targets that do not sum to one.
   double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
                           const ops::Context& ctx) const override {
-    const int64_t b = logits.dim(0);
-    const int64_t c = b == 0 ? 0 : logits.numel() / b;
-    assert(labels.numel() == logits.numel());
     prepare_dlogits(logits, dlogits);
-    double total = 0.0;
-    ops::on_device(ctx, "softmax_cross_entropy", {&logits, &labels, dlogits}, [&] {
-      const auto* x = static_cast<const float*>(logits.raw());
-      const auto* t = static_cast<const float*>(labels.raw());
-      for (int64_t i = 0; i < b; ++i) {
-        const float* row = x + i * c;
-        const float* trow = t + i * c;
-        const double lse = log_sum_exp(row, c);
-        double tsum = 0.0, tx = 0.0;
-        for (int64_t j = 0; j < c; ++j) {
-          tsum += static_cast<double>(trow[j]);
-          tx += static_cast<double>(trow[j]) * static_cast<double>(row[j]);
-        }
-        total += lse * tsum - tx;
-        if (dlogits != nullptr) {
-          float* g = static_cast<float*>(dlogits->raw()) + i * c;
-          softmax_from_lse(row, lse, grad_scale * static_cast<float>(tsum), g, c);
-          for (int64_t j = 0; j < c; ++j) g[j] -= grad_scale * trow[j];
-        }
-      }
-    });
+    const double total = ops::softmax_cross_entropy(ctx, logits, labels, grad_scale, dlogits);
     count_loss_read(ctx);
     return total;
   }

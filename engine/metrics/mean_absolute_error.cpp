@@ -6,8 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/losses/softmax_rows.hpp"
-#include "engine/losses/stable_sigmoid.hpp"
+#include "engine/kernels/losses.hpp"
 #include "engine/metrics/metric_impls.hpp"
 
 namespace dtrain {
@@ -30,11 +29,11 @@ class MeanAbsoluteError final : public Metric {
       std::vector<float> p(static_cast<size_t>(c));
       for (int64_t i = 0; i < logits.dim(0); ++i) {
         const float* row = x + i * c;
-        softmax_from_lse(row, log_sum_exp(row, c), 1.0f, p.data(), c);
+        kernels::softmax_from_lse(row, kernels::log_sum_exp(row, c), 1.0f, p.data(), c);
         for (int64_t j = 0; j < c; ++j) sum += std::fabs(static_cast<double>(p[static_cast<size_t>(j)]) - y[i * c + j]);
       }
     } else if (loss_ == LossKind::kSigmoidCrossEntropy) {
-      for (int64_t j = 0; j < n; ++j) sum += std::fabs(static_cast<double>(stable_sigmoid(x[j])) - y[j]);
+      for (int64_t j = 0; j < n; ++j) sum += std::fabs(static_cast<double>(kernels::stable_sigmoid(x[j])) - y[j]);
     } else {
       for (int64_t j = 0; j < n; ++j) sum += std::fabs(static_cast<double>(x[j]) - y[j]);
     }

@@ -4,7 +4,9 @@
 #include <cassert>
 
 #include "engine/kernels/attention.hpp"
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/batch_norm.hpp"
+#include "engine/kernels/dropout.hpp"
 #include "engine/kernels/global_pool.hpp"
 #include "engine/kernels/layer_norm.hpp"
 #include "engine/ops/dispatch.hpp"
@@ -109,6 +111,24 @@ void attention_softmax_backward(const Context& ctx, const Tensor& p, const Tenso
   assert(g.numel() == p.numel() && (mask == nullptr || mask->numel() == p.numel()));
   on_device(ctx, "attention", {&p, mask, &g},
             [&] { kernels::attention_softmax_backward(in(&p), in(mask), out(&g), rows, tk); });
+}
+
+void attention_add_input_grads(const Context& ctx, Tensor& dx, const Tensor& a, const Tensor* b) {
+  assert(a.numel() == dx.numel() && (b == nullptr || b->numel() == dx.numel()));
+  on_device(ctx, "attention", {&dx, &a, b},
+            [&] { kernels::attention_add_input_grads(out(&dx), in(&a), in(b), dx.numel()); });
+}
+
+void dropout(const Context& ctx, const Tensor& x, uint64_t key, int64_t example_offset, float rate, Tensor& mask,
+             Tensor& y) {
+  const int64_t rows = x.dim(0), per = rows == 0 ? 0 : x.numel() / rows;
+  assert(mask.numel() == x.numel() && y.numel() == x.numel());
+  on_device(ctx, "dropout", {&x, &mask, &y}, [&] {
+    kernels::dropout_forward(in(&x), out(&mask), out(&y), rows, per, key, example_offset, rate);
+  }, [&] {
+    // The same masks, bit for bit (engine/cuda/dropout.hpp).
+    gpu::dropout(ctx.device, key, example_offset, rate, in(&x), out(&mask), out(&y), rows, per);
+  });
 }
 
 }  // namespace dtrain::ops

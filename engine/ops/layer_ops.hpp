@@ -44,7 +44,8 @@ void batch_norm_input_grad(const Context& ctx, const Tensor& x, const Tensor& dy
                            const Tensor& mean, const Tensor& inv_std, const double* sums, double total,
                            bool batch_stats, Tensor& dx);
 
-// Multi-head attention's own loops (kernels/attention.hpp), float32:
+// Multi-head attention's own loops (kernels/attention.hpp), float32 (the op
+// "attention" of the support table):
 // attention_permute_heads: dst (B, H, T, D) = scale * src (B, T, H, D) when
 // to_heads, else the reverse; attention_softmax_rows: in place over the rows
 // of tk scores of p (row r is query r % tq; causal keeps keys <= r % tq);
@@ -54,5 +55,15 @@ void attention_permute_heads(const Context& ctx, const Tensor& src, Tensor& dst,
                              int64_t d, float scale, bool to_heads);
 void attention_softmax_rows(const Context& ctx, Tensor& p, int64_t tq, int64_t tk, bool causal);
 void attention_softmax_backward(const Context& ctx, const Tensor& p, const Tensor* mask, Tensor& g, int64_t tk);
+// attention_add_input_grads: dx += a + b (dx += a when b is null), all of
+// dx's shape: the gradient of an input that was also the key and/or value.
+void attention_add_input_grads(const Context& ctx, Tensor& dx, const Tensor& a, const Tensor* b);
+
+// Inverted dropout (kernels/dropout.hpp), float32: x, mask, y (B, ...) with
+// row r of the batch global example example_offset + r; mask := its
+// kernels::dropout_mask(key, example) (0 or 1 / (1 - rate)), y := x * mask.
+// The dropout layer and multi_head_attention's dropout of probabilities.
+void dropout(const Context& ctx, const Tensor& x, uint64_t key, int64_t example_offset, float rate, Tensor& mask,
+             Tensor& y);
 
 }  // namespace dtrain::ops

@@ -38,7 +38,7 @@ const Row kTable[] = {
     {"dropout", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"merge", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"pad", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
-    // multi_head_attention's head permutes, masked softmax and attention dropout
+    // multi_head_attention's head permutes, masked softmax and input-gradient sums
     {"attention", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"sum_rows", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"mul", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},

@@ -1,6 +1,7 @@
 // The CUDA module's loader: where it looks and in which order, the text it
-// copies into the table's fixed fields, and (CUDA builds) that the module in the
-// build tree loads and reports; a CPU-only build reports CUDA as not built in.
+// copies into discovery's fixed fields, and (CUDA builds) that the module in the
+// build tree loads, reports and offers the GpuBackend whose ops the support
+// table runs on cuda; a CPU-only build reports CUDA as not built in.
 #include <doctest.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "engine/cuda_module.hpp"
+#include "engine/ops/support.hpp"
 
 using namespace dtrain;
 
@@ -61,31 +63,31 @@ TEST_CASE("cuda module: loads from the build tree in a CUDA build, else says not
   CHECK(load_cuda_module().value() == m.value());  // loaded once
   REQUIRE((*m)->table != nullptr);
   CHECK((*m)->table->abi_version == kDtrainCudaModuleAbi);
+  CHECK((*m)->table->table_size == sizeof(DtrainCudaModule));
+  REQUIRE((*m)->backend != nullptr);
+  CHECK((*m)->backend == (*m)->table->backend);
+  GpuBackend& b = *(*m)->backend;
   DtrainCudaReport r{};
-  (*m)->table->discover_gpus(&r);
+  b.discover_gpus(r);
   CHECK(std::string(r.cuda_runtime).find('.') != std::string::npos);
   CHECK(std::string(r.status).size() > 0);
   CHECK((r.gpu_count > 0) == (std::string(r.status) == "ok"));
-  // The compute backend's entries (ABI 2, conv2d and pool2d since ABI 3) are all filled.
-  const DtrainCudaModule& t = *(*m)->table;
-  CHECK(t.table_size == sizeof(DtrainCudaModule));
-  for (const void* entry : {(const void*)t.mem_alloc, (const void*)t.mem_free, (const void*)t.mem_copy,
-                            (const void*)t.mem_fill32, (const void*)t.matmul, (const void*)t.eltwise,
-                            (const void*)t.rows, (const void*)t.dropout, (const void*)t.sparse_xent,
-                            (const void*)t.reduce, (const void*)t.optimizer, (const void*)t.mem_stats,
-                            (const void*)t.conv2d, (const void*)t.pool2d}) {
-    CHECK(entry != nullptr);
+  // The backend has a GPU kernel for exactly the ops the support table runs on cuda.
+  const ops::Context gpu0{Device{DeviceKind::cuda, 0}, DType::f32};
+  for (const char* op : {"matmul", "conv2d", "pool2d", "pool2d_pad_after", "activation", "gelu", "batch_norm",
+                         "layer_norm", "global_pool", "embedding", "position_embedding", "dropout", "merge", "pad",
+                         "attention", "sum_rows", "mul", "reduce", "sparse_softmax_cross_entropy",
+                         "softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error", "sgd", "adam",
+                         "adamw", "rmsprop", "adagrad"}) {
+    CHECK_MESSAGE(b.supports(op) == ops::supports(op, gpu0), op);
   }
-  // Without a GPU an op's entry fails with the reason instead of crashing.
+  // Without a GPU an op fails with the reason instead of crashing.
   if (r.gpu_count == 0) {
-    DtrainCudaError err{};
-    void* p = nullptr;
-    CHECK(t.mem_alloc(0, 64, &p, &err) != 0);
-    CHECK(p == nullptr);
-    CHECK(std::string(err.message).find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
-    DtrainCudaConv conv{};
-    DtrainCudaError conv_err{};
-    CHECK(t.conv2d(0, &conv, &conv_err) != 0);
-    CHECK(std::string(conv_err.message).find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
+    const Result<void*> p = b.allocate(0, 64);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().message.find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
+    const Status conv = b.conv2d_forward(0, kernels::Conv2dShape{}, nullptr, nullptr, nullptr, nullptr, false);
+    REQUIRE_FALSE(conv.ok());
+    CHECK(conv.error().message.find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
   }
 }

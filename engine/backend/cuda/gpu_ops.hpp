@@ -1,6 +1,6 @@
 // The host side of the cuda backend: device memory and the GPU kernels of
-// ops::, reached only through the CUDA module's table (engine/cuda_module.hpp),
-// so this code links no CUDA library. Call sites pass these as the GPU
+// ops::, reached only through the CUDA module's GpuBackend
+// (engine/cuda_module.hpp), so this code links no CUDA library. Call sites pass these as the GPU
 // callable of ops::on_device. Shapes as the CPU kernels they mirror; every
 // pointer is memory of GPU `d` (from cuda_memory()). A failed GPU call throws
 // std::runtime_error naming the op, the GPU and the CUDA library's error
@@ -9,11 +9,12 @@
 
 #include <cstdint>
 
+#include "engine/base/status.hpp"
+#include "engine/cuda_module.hpp"
 #include "engine/device.hpp"
 #include "engine/kernels/conv.hpp"
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/pool.hpp"
-#include "engine/base/status.hpp"
 #include "engine/storage.hpp"
 
 namespace dtrain::gpu {
@@ -31,13 +32,10 @@ DeviceMemory& cuda_memory();
 
 // GPU d's caching allocator: bytes in use and held, peaks, and how many
 // cudaMalloc/cudaFree calls it has made (none in a steady training step).
-struct MemoryStats {
-  uint64_t allocated_bytes = 0, reserved_bytes = 0, peak_allocated_bytes = 0, peak_reserved_bytes = 0;
-  uint64_t cuda_mallocs = 0, cuda_frees = 0;
-};
+using MemoryStats = GpuMemoryStats;
 MemoryStats memory_stats(const Device& d);
 
-// c (M, N) = op(a) op(b) [+ bias (N)] [then relu], as kernels::matmul (s.batch == 1, f32).
+// c (M, N) = op(a) op(b) [+ bias (N)] [then relu], as kernels::matmul (f32; s.batch products).
 void matmul(const Device& d, const kernels::MatmulShape& s, const float* a, const float* b, const float* bias,
             float* c, bool relu, bool tf32);
 
@@ -92,9 +90,7 @@ int64_t count_nonfinite(const Device& d, const float* x, int64_t n);
 // (engine/cuda/update_math.hpp); slot pointers null where unused.
 void sgd(const Device& d, float* var, const float* grad, float* velocity, int64_t n, float lr, float momentum,
          bool nesterov);
-struct AdamStep {
-  float lr_t, one_minus_b1, one_minus_b2, keep, eps;
-};
+using AdamStep = GpuAdamStep;
 void adam(const Device& d, float* var, const float* grad, float* m, float* v, int64_t n, const AdamStep& k);
 
 }  // namespace dtrain::gpu

@@ -10,6 +10,7 @@
 
 #include "config_schema/job_loader.hpp"
 #include "engine/layers/attention.hpp"
+#include "engine/kernels/dropout.hpp"
 #include "engine/layers/dropout.hpp"
 #include "engine/layers/registry.hpp"
 #include "engine/model/model.hpp"
@@ -353,7 +354,7 @@ TEST_CASE("attention dropout: the mask of example g is dropout_mask(key(seed, st
   for (int64_t b = 0; b < 3; ++b) {
     CAPTURE(b);
     std::vector<float> mask(2 * 5 * 5);
-    dropout_mask(key, static_cast<uint64_t>(40 + b), rate, mask.data(), static_cast<int64_t>(mask.size()));
+    kernels::dropout_mask(key, static_cast<uint64_t>(40 + b), rate, mask.data(), static_cast<int64_t>(mask.size()));
     for (float m : mask) dropped += m == 0.0f;
     const auto want = naive_self_attention(params, x.data() + b * 20, 5, 4, 2, 3, false, &mask);
     double worst = 0;
