@@ -18,6 +18,7 @@
 #include "engine/layers/global_pool.hpp"
 #include "engine/layers/layer_norm.hpp"
 #include "engine/layers/layer_util.hpp"
+#include "engine/layers/leaky_relu.hpp"
 #include "engine/layers/merge.hpp"
 #include "engine/layers/pool2d.hpp"
 #include "engine/layers/position_embedding.hpp"
@@ -75,6 +76,9 @@ const LayerRow kLayers[] = {
      layer_norm_fields, &kOptionsOf<LayerNormSpec>, make_layer_norm, onnx::export_layer_norm},
     {"activation", "An elementwise activation function as a layer.", activation_fields, &kOptionsOf<NoOptions>,
      make_activation_layer, onnx::export_activation},
+    {"leaky_relu",
+     "Leaky rectified linear unit (Keras LeakyReLU): x where x > 0, negative_slope * x elsewhere; no variables.",
+     leaky_relu_fields, &kOptionsOf<LeakyReluSpec>, make_leaky_relu, onnx::export_leaky_relu},
     {"embedding",
      "Embedding lookup (Keras Embedding): each integer token id of the input selects a row of the variable embeddings "
      "(input_dim, output_dim); an input of shape (steps) gives (steps, output_dim). Ids must be integers in [0, "

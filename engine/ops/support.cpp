@@ -30,6 +30,7 @@ const Row kTable[] = {
     {"pool2d_pad_after", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"activation", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"gelu", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
+    {"leaky_relu", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"batch_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"layer_norm", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     {"global_pool", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},

@@ -79,12 +79,12 @@ TEST_CASE("validate: layer types dispatch on type") {
   CHECK(load_error(head + "    - {type: dence, units: 3}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type \"dence\"; expected one of dense, conv2d, max_pool2d, "
         "avg_pool2d, global_avg_pool2d, global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, "
-        "batch_norm, layer_norm, activation, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, "
+        "batch_norm, layer_norm, activation, leaky_relu, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, "
         "concatenate (did you mean \"dense\"?)");
   CHECK(load_error(head + "    - {type: 7}\n") ==
         "job.yaml:4:14: model.layers[0].type: unknown layer type 7; expected one of dense, conv2d, max_pool2d, "
         "avg_pool2d, global_avg_pool2d, global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, "
-        "batch_norm, layer_norm, activation, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, "
+        "batch_norm, layer_norm, activation, leaky_relu, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, "
         "concatenate");
   CHECK(load_error(head + "    - {type: flatten, units: 3}\n") ==
         "job.yaml:4:23: model.layers[0].units: unknown key; expected one of type, name, inputs");

@@ -45,6 +45,7 @@ model:
     - {{name: mha, type: multi_head_attention, num_heads: 2, key_dim: 3, value_dim: 5, output_shape: 6,
         use_causal_mask: true, inputs: [q, pos]}}
     - {{name: ln, type: layer_norm, center: false}}
+    - {{name: leaky, type: leaky_relu, negative_slope: 0.2}}
     - {{name: rs, type: reshape, target_shape: [3, 12]}}
     - {{name: d3, type: dense, units: 4}}
     - {{name: fl, type: flatten}}
@@ -135,7 +136,7 @@ def test_every_layer_type_exports_and_matches_predict(tmp_path):
     model = export_and_compare(all_layers_job(tmp_path), tmp_path)
     ops = {node.op_type for node in model.graph.node}
     assert {"Conv", "MaxPool", "AveragePool", "ReduceMax", "ReduceMean", "Pad", "Gather", "LayerNormalization",
-            "Softmax", "Erf", "Concat", "Sum", "Sub", "Mean", "Max", "Mul", "Reshape", "Transpose"} <= ops
+            "Softmax", "Erf", "Concat", "Sum", "Sub", "Mean", "Max", "Mul", "Reshape", "Transpose", "LeakyRelu"} <= ops
     assert [i.name for i in model.graph.input] == ["image", "ids"]
     assert model.graph.input[1].type.tensor_type.elem_type == onnx.TensorProto.INT32
 

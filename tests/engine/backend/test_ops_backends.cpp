@@ -87,6 +87,7 @@ const char* const kAllLayers = R"(model:
     - {type: conv2d, filters: 5, kernel: [3, 2], strides: 2, activation: gelu}
     - {type: avg_pool2d, size: 2, padding: same}
     - {type: activation, activation: tanh}
+    - {type: leaky_relu, negative_slope: 0.1}
     - {type: reshape, target_shape: [6, 5]}
     - {type: multi_head_attention, num_heads: 2, key_dim: 3, value_dim: 2, dropout: 0.2, use_causal_mask: true}
     - {type: reshape, target_shape: [30]}

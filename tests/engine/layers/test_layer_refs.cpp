@@ -12,6 +12,7 @@
 #include "engine/layers/dense.hpp"
 #include "engine/layers/embedding.hpp"
 #include "engine/layers/layer_norm.hpp"
+#include "engine/layers/leaky_relu.hpp"
 #include "engine/layers/pool2d.hpp"
 #include "engine/layers/position_embedding.hpp"
 #include "engine/layers/registry.hpp"
@@ -75,15 +76,19 @@ LayerSpec spec_of(const json& l) {
     maybe(l, "use_causal_mask", o->use_causal_mask);
     maybe(l, "use_bias", o->use_bias);
   }
+  if (auto* o = s.options.get<LeakyReluSpec>()) maybe(l, "negative_slope", o->negative_slope);
   return s;
 }
 
-TEST_CASE("layers match PyTorch float64 references") {
-  std::ifstream in(std::string(DTRAIN_SOURCE_ROOT) + "/tests/engine/layers/reference/layer_refs.json");
+json load_refs(const char* file) {
+  std::ifstream in(std::string(DTRAIN_SOURCE_ROOT) + "/tests/engine/layers/reference/" + file);
   REQUIRE(in.good());
-  const json refs = json::parse(in);
-  REQUIRE(refs.at("cases").size() >= 45);
-  std::set<std::string> covered;
+  return json::parse(in);
+}
+
+// Runs every case of `refs` through the layer its spec names; adds the
+// layer types it covers to `covered`.
+void check_cases(const json& refs, std::set<std::string>& covered) {
   for (const json& c : refs.at("cases")) {
     const std::string name = c.at("name").get<std::string>();
     CAPTURE(name);
@@ -127,6 +132,16 @@ TEST_CASE("layers match PyTorch float64 references") {
       }
     }
   }
+}
+
+TEST_CASE("layers match PyTorch (and closed forms in NumPy) float64 references") {
+  const json torch_refs = load_refs("layer_refs.json");
+  REQUIRE(torch_refs.at("cases").size() >= 45);
+  const json numpy_refs = load_refs("layer_refs_numpy.json");
+  REQUIRE(numpy_refs.at("cases").size() >= 4);
+  std::set<std::string> covered;
+  check_cases(torch_refs, covered);
+  check_cases(numpy_refs, covered);
   // Every layer type that computes has a reference; reshape and flatten only
   // re-view their input, dropout is random (tests/engine/layers/test_dropout.cpp),
   // and the merge layers, of several inputs, are checked against PyTorch as

@@ -44,7 +44,7 @@ TEST_CASE("registry: table order and every type constructs and builds") {
   const std::vector<std::string> expected{
       "dense",      "conv2d",     "max_pool2d", "avg_pool2d", "global_avg_pool2d", "global_max_pool2d",
       "global_avg_pool1d", "flatten", "reshape", "zero_padding2d", "dropout", "batch_norm", "layer_norm",
-      "activation", "embedding",  "position_embedding", "multi_head_attention", "add", "subtract", "multiply", "average", "maximum",
+      "activation", "leaky_relu", "embedding",  "position_embedding", "multi_head_attention", "add", "subtract", "multiply", "average", "maximum",
       "concatenate"};
   CHECK(layer_types() == expected);
   for (const std::string& t : layer_types()) {
@@ -83,7 +83,7 @@ TEST_CASE("registry: errors") {
   CHECK(make_layer(spec("desne")).error().message ==
         "unknown layer type \"desne\"; known types: dense, conv2d, max_pool2d, avg_pool2d, global_avg_pool2d, "
         "global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, batch_norm, layer_norm, "
-        "activation, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
+        "activation, leaky_relu, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
   LayerSpec d = spec("dense");
   layer_options<DenseSpec>(d).units = 0;
   CHECK(make_layer(d).error().message == "dense: units must be >= 1; got 0");
