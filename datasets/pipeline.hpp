@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/base/job_spec.hpp"
 #include "datasets/dataset.hpp"
+#include "engine/base/batch_plan.hpp"
+#include "engine/base/job_spec.hpp"
 #include "engine/base/status.hpp"
 
 namespace dtrain {
@@ -18,11 +19,13 @@ class TextVocabulary;
 
 struct InputOptions {
   std::string base_dir;        // relative paths in the spec resolve against it
-  int64_t global_batch = 0;    // batch size of one step (resolved by the caller)
+  int64_t global_batch = 0;    // rows this process reads per step (the caller's BatchPlan::per_process)
   uint64_t default_seed = 0;   // run.seed; used when spec.seed is not set
   std::string name = "data";   // the spec's key in the job ("data.train"), for messages
   int num_workers = 1;         // workers reading this input together (spec.shard splits the examples)
   int worker_index = 0;        // this worker, in [0, num_workers)
+  // The batch as the input sees it: per_process = global_batch, over num_workers.
+  BatchPlan batch_plan() const { return BatchPlan{global_batch, 1, num_workers}; }
   // Text sources: the vocabulary giving token ids (the one saved with the
   // model); null: a text source builds one from its own files.
   std::shared_ptr<const TextVocabulary> vocabulary = nullptr;

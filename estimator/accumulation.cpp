@@ -47,9 +47,10 @@ Status check_micro_batch_rows(const JobSpec& job, int64_t rows) {
   return refuse_sync_batch_norm(job, fmt::format("run.micro_batch_rows {}", rows), "leave micro_batch_rows unset");
 }
 
-std::vector<std::string> describe_micro_batch_rows(const JobSpec& job, int64_t batch, int replicas, int workers) {
+std::vector<std::string> describe_micro_batch_rows(const JobSpec& job, const BatchPlan& plan) {
   const int64_t rows = *job.run.micro_batch_rows;
-  const int64_t shard = batch / replicas;
+  const int64_t batch = plan.per_process, shard = plan.per_replica();
+  const int replicas = plan.replicas, workers = plan.workers;
   const int64_t blocks = (shard + rows - 1) / rows;
   std::vector<std::string> out;
   out.push_back(fmt::format(
@@ -58,7 +59,7 @@ std::vector<std::string> describe_micro_batch_rows(const JobSpec& job, int64_t b
       shard, blocks, rows, workers > 1 ? " and the workers' sums (an ordered all-reduce)" : " sums"));
   // One_device's grouping needs whole micro-batches, a power of two of them
   // per replica and, across workers, per worker (strategies/tree_sum.hpp).
-  const bool whole = batch % replicas == 0 && shard % rows == 0;
+  const bool whole = plan.extra() == 0 && shard % rows == 0;
   if (!whole || !power_of_two(blocks)) {
     out.push_back(fmt::format(
         "note: a shard of {} rows is not a power-of-two number of whole micro-batches of {} rows, so the sums are "
@@ -81,7 +82,9 @@ std::vector<std::string> describe_micro_batch_rows(const JobSpec& job, int64_t b
 
 }  // namespace
 
-Status check_accumulation(const JobSpec& job, int64_t batch, int replicas) {
+Status check_accumulation(const JobSpec& job, const BatchPlan& plan) {
+  const int64_t batch = plan.per_process;
+  const int replicas = plan.replicas;
   if (job.run.micro_batch_rows) return check_micro_batch_rows(job, *job.run.micro_batch_rows);
   const int64_t k = job.run.accumulation_steps;
   if (k <= 1) return Status::Ok();
@@ -102,8 +105,10 @@ Status check_accumulation(const JobSpec& job, int64_t batch, int replicas) {
   return refuse_sync_batch_norm(job, fmt::format("run.accumulation_steps {}", k), "accumulation_steps: 1");
 }
 
-std::vector<std::string> describe_accumulation(const JobSpec& job, int64_t batch, int replicas, int workers) {
-  if (job.run.micro_batch_rows) return describe_micro_batch_rows(job, batch, replicas, workers);
+std::vector<std::string> describe_accumulation(const JobSpec& job, const BatchPlan& plan) {
+  if (job.run.micro_batch_rows) return describe_micro_batch_rows(job, plan);
+  const int64_t batch = plan.per_process;
+  const int replicas = plan.replicas;
   const int64_t k = job.run.accumulation_steps;
   if (k <= 1) return {};
   std::vector<std::string> out;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/batch_plan.hpp"
 #include "engine/base/job_spec.hpp"
 #include "engine/base/status.hpp"
 
@@ -18,7 +19,7 @@ namespace dtrain {
 // and unless a synchronised batch_norm meets accumulation_steps > 1 or
 // micro_batch_rows, or both of those are set.
 // REQUIRES: job.data.train; replicas >= 1.
-Status check_accumulation(const JobSpec& job, int64_t batch, int replicas);
+Status check_accumulation(const JobSpec& job, const BatchPlan& plan);
 
 // The start-up lines for accumulation_steps > 1 or micro_batch_rows (empty
 // for neither): the split of an update into micro-batches, for
@@ -26,6 +27,6 @@ Status check_accumulation(const JobSpec& job, int64_t batch, int replicas);
 // shard, and with several `workers` each worker's batch, a power-of-two
 // number of whole micro-batches) and, when the model has batch_norm, that its
 // statistics are per micro-batch. REQUIRES: check_accumulation passed.
-std::vector<std::string> describe_accumulation(const JobSpec& job, int64_t batch, int replicas, int workers = 1);
+std::vector<std::string> describe_accumulation(const JobSpec& job, const BatchPlan& plan);
 
 }  // namespace dtrain

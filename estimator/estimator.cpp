@@ -172,16 +172,17 @@ Status Estimator::setup() {
   return strategy_->create_variables();
 }
 
-Result<int64_t> Estimator::global_batch(const DataSourceSpec& d, const char* role) const {
+Result<BatchPlan> Estimator::batch_plan(const DataSourceSpec& d, const char* role) const {
   const int replicas = strategy_->num_replicas();
-  const int64_t global = d.batch_size_per_replica ? *d.batch_size_per_replica * replicas : d.batch_size;
+  const BatchPlan plan = plan_batch(d.batch_size, d.batch_size_per_replica, replicas, strategy_->num_workers());
+  const int64_t global = plan.per_process;
   if (global < replicas) {
     return config_error(fmt::format("{}: data.{}.batch_size: the global batch {} is smaller than the {} replicas of "
                                     "strategy {}; every replica needs at least one example",
                                     d.where.empty() ? job_.source_path : d.where, role, global, replicas,
                                     strategy_->name()));
   }
-  return global;
+  return plan;
 }
 
 Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec, const char* role, int64_t batch,

@@ -210,7 +210,9 @@ class Estimator {
   // embedding's id out of range) or a sparse loss meets a label outside
   // [0, classes).
   Status check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const;
-  Result<int64_t> global_batch(const DataSourceSpec& d, const char* role) const;
+  // The rows of a step of source d under the strategy (engine/base/batch_plan.hpp);
+  // a config error when a replica would get none.
+  Result<BatchPlan> batch_plan(const DataSourceSpec& d, const char* role) const;
   // Text data (estimator/vocabulary.cpp). Training: builds vocabulary_ from
   // data.train's files and checks that the model's output has a class for
   // each id; the chief then saves it to vocabulary_path() or, when a saved

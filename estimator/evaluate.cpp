@@ -31,8 +31,9 @@ Result<EvalResult> Estimator::evaluate(const std::optional<std::string>& checkpo
 Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name) {
   if (!job_.data.eval) return config_error(fmt::format("{}: data.eval: required for evaluation", job_.source_path));
   const DataSourceSpec& spec = *job_.data.eval;
-  auto batch = global_batch(spec, "eval");
-  if (!batch) return batch.error();
+  auto plan = batch_plan(spec, "eval");
+  if (!plan) return plan.error();
+  const int64_t batch = plan->per_process;
   VocabularyPtr vocabulary;
   if (spec.format == "text") {
     auto found = evaluation_vocabulary();
@@ -40,7 +41,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
     if (Status s = check_vocabulary_fits_model(spec, "eval"); !s) return s.error();
     vocabulary = *found;
   }
-  auto input = open_input(spec, "eval", *batch, vocabulary, false);
+  auto input = open_input(spec, "eval", batch, vocabulary, false);
   if (!input) return input.error();
   log_threads();
   StepOutput total;

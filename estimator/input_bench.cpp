@@ -69,24 +69,25 @@ Result<InputBenchResult> Estimator::bench_input(const InputBenchOptions& options
                                     "add --set {}.repeat=false, or give --batches N",
                                     spec.where, name, name, name));
   }
-  auto batch = global_batch(spec, options.role.c_str());
-  if (!batch) return batch.error();
+  auto plan = batch_plan(spec, options.role.c_str());
+  if (!plan) return plan.error();
+  const int64_t batch = plan->per_process;
   VocabularyPtr vocabulary;
   if (!train && spec.format == "text") {
     auto found = evaluation_vocabulary();
     if (!found) return found.error();
     vocabulary = *found;
   }
-  auto input = open_input(spec, options.role.c_str(), *batch, vocabulary, train);
+  auto input = open_input(spec, options.role.c_str(), batch, vocabulary, train);
   if (!input) return input.error();
 
   InputBenchResult r;
   r.description = (*input)->describe();
   r.threads = threads_line_;
-  r.global_batch = *batch;
+  r.global_batch = batch;
   r.feature_shape = program_.model->inputs()[0].shape;
   Shape want = r.feature_shape;
-  want.insert(want.begin(), *batch);
+  want.insert(want.begin(), batch);
   const bool floats = (*input)->feature_dtype() == DType::f32;
   r.float_features = floats;
   double sum = 0, squares = 0, values = 0;
@@ -110,7 +111,7 @@ Result<InputBenchResult> Estimator::bench_input(const InputBenchOptions& options
     if (!rows_ok || !std::equal(got.begin() + 1, got.end(), want.begin() + 1)) {
       return data_error(fmt::format("{}: {}: batch {} has features {}, but the model input takes {} "
                                     "(batch {} x model.input.shape {})",
-                                    spec.where, name, n, shape_str(got), shape_str(want), *batch,
+                                    spec.where, name, n, shape_str(got), shape_str(want), batch,
                                     shape_str(r.feature_shape)));
     }
     if (Status s = check_batch(b, spec, name.c_str()); !s) return s.error();

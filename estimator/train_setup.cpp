@@ -116,14 +116,15 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   }
 
   const DataSourceSpec& train_spec = *job_.data.train;
-  auto batch = global_batch(train_spec, "train");
-  if (!batch) return batch.error();
-  if (Status s = check_accumulation(job_, *batch, strategy_->num_replicas()); !s) return s;
+  auto plan = batch_plan(train_spec, "train");
+  if (!plan) return plan.error();
+  const int64_t batch = plan->per_process;
+  if (Status s = check_accumulation(job_, *plan); !s) return s;
   // run.profile: only the chief writes the trace; every task prints its
   // table. Made before the input, whose prefetch thread may record into it.
   t.profile =
       std::make_unique<ProfileWindow>(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
-  auto input = open_input(train_spec, "train", *batch, vocabulary_, true);
+  auto input = open_input(train_spec, "train", batch, vocabulary_, true);
   if (!input) return input.error();
   t.input = std::move(*input);
   // A streaming input continues from its saved state; without one (a worker
@@ -131,14 +132,11 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   if (Status s = t.input->restore_state(restored_input_position_, chief ? restored_input_state_ : ""); !s) return s;
 
   log_threads();
-  const int replicas = strategy_->num_replicas();
-  const std::string split = fmt::format("{} = {} replica(s) x {}{}", *batch, replicas, *batch / replicas,
-                                        *batch % replicas ? fmt::format(" (+1 on the first {})", *batch % replicas) : "");
+  const std::string split = plan->replica_split();
   if (t.multi_worker) {
-    const int workers = strategy_->num_workers();
     log_.info(fmt::format("strategy {} on {}; batch: global {} = {} workers x {}; this worker's {}; this is {}{}",
-                          strategy_->name(), fmt::join(strategy_->devices(), ", "), *batch * workers, workers, *batch,
-                          split,
+                          strategy_->name(), fmt::join(strategy_->devices(), ", "), plan->global(), plan->workers,
+                          batch, split,
                           options_.cluster ? fmt::format("{} {}", options_.cluster->resolved().task.type,
                                                          options_.cluster->resolved().task.index)
                                            : std::to_string(strategy_->worker_index()),
@@ -154,7 +152,7 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   }
   if (const std::string d = t.input->describe(); !d.empty()) log_.info(d);
   if (const std::string d = strategy_->describe(); !d.empty()) log_.info(d);
-  for (const std::string& line : describe_accumulation(job_, *batch, replicas, strategy_->num_workers())) {
+  for (const std::string& line : describe_accumulation(job_, *plan)) {
     log_.info(line);
   }
   if (global_step_ >= run.max_steps) {
