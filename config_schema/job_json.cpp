@@ -114,7 +114,8 @@ Json job_json(const JobSpec& job) {
   const OptimizerSpec& o = job.optimizer;
   const ScheduleSpec& sc = o.schedule;
   const StrategySpec& st = job.strategy;
-  const bool auto_devices = st.devices.size() == 1 && st.devices[0] == "auto";
+  std::vector<std::string> device_names;
+  for (const DeviceSpec& d : st.devices) device_names.push_back(d.name());
   Json cluster = {{"task", nullptr}, {"timeout_secs", job.cluster.cluster_timeout_secs}};
   for (const char* type : {"chief", "worker", "ps", "evaluator"}) {
     auto it = job.cluster.cluster_tasks.find(type);
@@ -179,7 +180,7 @@ Json job_json(const JobSpec& job) {
         {"epsilon", o.epsilon}, {"weight_decay", o.weight_decay}, {"rho", o.rho},
         {"initial_accumulator_value", o.initial_accumulator_value},
         {"clip_by_global_norm", optional_json(o.clip_by_global_norm)}}},
-      {"strategy", {{"type", st.type}, {"devices", auto_devices ? Json("auto") : Json(st.devices)},
+      {"strategy", {{"type", st.type}, {"devices", device_names.empty() ? Json("auto") : Json(device_names)},
                     {"num_gpus", optional_json(st.num_gpus)}, {"loss_reduction", st.loss_reduction},
                     {"communication", st.communication}, {"bucket_mb", st.bucket_mb}, {"mode", st.mode},
                     {"partition", {{"max_shards", st.partition_max_shards},

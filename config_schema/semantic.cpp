@@ -5,8 +5,7 @@
 #include <map>
 #include <regex>
 
-#include "engine/base/did_you_mean.hpp"
-
+#include "engine/base/device.hpp"
 #include "engine/base/did_you_mean.hpp"
 
 namespace dtrain {
@@ -85,8 +84,15 @@ void check_devices(const Node& root, std::vector<Issue>& out) {
   std::map<std::string, size_t> seen;
   for (size_t i = 0; i < devices->items.size(); ++i) {
     const Node& d = devices->items[i];
-    if (value_type(d) == ValueType::kString && !seen.emplace(d.text, i).second)
+    if (value_type(d) != ValueType::kString) continue;
+    // The schema's pattern reports names of another form; what it admits
+    // parse_device reads, but for an index beyond int.
+    static const std::regex kPattern("^(cpu|gpu|debug):[0-9]+$");
+    if (auto parsed = parse_device(d.text); !parsed) {
+      if (std::regex_match(d.text, kPattern)) out.push_back({d.loc, index_path("strategy.devices", i), parsed.error().message});
+    } else if (!seen.emplace(d.text, i).second) {
       out.push_back({d.loc, index_path("strategy.devices", i), in_quotes(d.text) + " is listed twice; expected each device once"});
+    }
   }
   const Node* num_gpus = strategy->find("num_gpus");
   if (given(num_gpus))

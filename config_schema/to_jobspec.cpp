@@ -327,8 +327,12 @@ void read_optimizer(const Section& s, OptimizerSpec& o) {
 
 void read_strategy(const Section& s, StrategySpec& st) {
   s.read("type", st.type);
-  st.devices = {"auto"};
-  if (const Node* d = s.get("devices"); d != nullptr && d->is_sequence()) s.read("devices", st.devices);
+  if (const Node* d = s.get("devices"); d != nullptr && d->is_sequence()) {
+    for (const Node& item : d->items) {
+      // Checked by the semantic checks (check_devices): every entry parses.
+      if (auto device = parse_device(item.text)) st.devices.push_back({*device, item.loc.str()});
+    }
+  }
   s.read("num_gpus", st.num_gpus);
   s.read("loss_reduction", st.loss_reduction);
   s.read("communication", st.communication);

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/device.hpp"
+#include "engine/base/device.hpp"
 
 namespace dtrain {
 

@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "engine/device.hpp"
+#include "engine/base/device.hpp"
 #include "engine/dtype.hpp"
 #include "engine/storage.hpp"
 

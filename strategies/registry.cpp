@@ -101,7 +101,7 @@ Result<std::unique_ptr<Strategy>> make_parameter_server(const JobSpec& job, Prog
 // gpu:0..N-1 (several GPUs need NCCL, not built yet); a list names virtual
 // CPU devices cpu:K, debug devices debug:K (CPU kernels over guarded memory,
 // for tests) or GPUs gpu:K (one_device only so far).
-Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
+Result<std::vector<DeviceSpec>> resolve_devices(const JobSpec& job) {
   const StrategySpec& st = job.strategy;
   if (st.num_gpus && *st.num_gpus > 0) {
     return config_error(fmt::format(
@@ -109,22 +109,26 @@ Result<std::vector<std::string>> resolve_devices(const JobSpec& job) {
         "use strategy: {{type: one_device, devices: [gpu:0]}}, or devices: [cpu:0, ...]",
         job.source_path, *st.num_gpus));
   }
-  if (st.devices.empty() || (st.devices.size() == 1 && st.devices[0] == "auto")) return std::vector<std::string>{"cpu:0"};
+  if (st.devices.empty()) return std::vector<DeviceSpec>{{Device{DeviceKind::cpu, 0}, ""}};
   std::set<std::string> seen;
-  for (const std::string& d : st.devices) {
-    auto parsed = parse_device(d);
-    if (!parsed) return config_error(fmt::format("{}: strategy.devices: {}", job.source_path, parsed.error().message));
-    if (parsed->kind == DeviceKind::cuda && st.type != "one_device") {
+  for (size_t i = 0; i < st.devices.size(); ++i) {
+    const DeviceSpec& d = st.devices[i];
+    const std::string place = fmt::format("{}: strategy.devices[{}]", d.where.empty() ? job.source_path : d.where, i);
+    if (d.device.kind == DeviceKind::cuda && st.type != "one_device") {
       return config_error(fmt::format(
-          "{}: strategy.devices: {} with strategy.type {}: only one_device runs on a GPU in this dtrain so far "
+          "{}: {} with strategy.type {}: only one_device runs on a GPU in this dtrain so far "
           "(several devices need NCCL); use one_device with devices: [{}], or cpu:N devices",
-          job.source_path, d, st.type, d));
+          place, d.name(), st.type, d.name()));
     }
-    if (!seen.insert(d).second) {
-      return config_error(fmt::format("{}: strategy.devices: {} is listed twice", job.source_path, d));
-    }
+    if (!seen.insert(d.name()).second) return config_error(fmt::format("{}: {} is listed twice", place, d.name()));
   }
   return st.devices;
+}
+
+std::vector<std::string> names_of(const std::vector<DeviceSpec>& devices) {
+  std::vector<std::string> out;
+  for (const DeviceSpec& d : devices) out.push_back(d.name());
+  return out;
 }
 
 struct StrategyRow {
@@ -189,13 +193,13 @@ static Status check_precision(const JobSpec& job, const Program& program, const 
 
 // GPU devices need the CUDA module and the GPU itself; checked after the
 // model (whose errors do not depend on the machine).
-static Status check_gpus(const JobSpec& job, const std::vector<std::string>& devices) {
-  for (const std::string& name : devices) {
-    const auto d = parse_device(name);
-    if (!d || d->kind != DeviceKind::cuda) continue;
-    if (Status s = gpu::check_device(*d); !s) {
-      return config_error(fmt::format("{}: strategy.devices: {} cannot be used: {}", job.source_path, name,
-                                      s.error().message));
+static Status check_gpus(const JobSpec& job, const std::vector<DeviceSpec>& devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const DeviceSpec& d = devices[i];
+    if (d.device.kind != DeviceKind::cuda) continue;
+    if (Status s = gpu::check_device(d.device); !s) {
+      return config_error(fmt::format("{}: strategy.devices[{}]: {} cannot be used: {}",
+                                      d.where.empty() ? job.source_path : d.where, i, d.name(), s.error().message));
     }
   }
   return Status::Ok();
@@ -229,7 +233,7 @@ Status connect_synchronised_statistics(const JobSpec& job, Strategy& strategy, C
 Status check_job_devices(const JobSpec& job, const Program& program) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
-  return check_precision(job, program, *devices);
+  return check_precision(job, program, names_of(*devices));
 }
 
 StrategyTraits strategy_traits(const StrategySpec& spec) {
@@ -244,7 +248,7 @@ StrategyTraits strategy_traits(const StrategySpec& spec) {
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
-  if (Status s = check_precision(job, program, *devices); !s) return s.error();
+  if (Status s = check_precision(job, program, names_of(*devices)); !s) return s.error();
   if (Status s = check_gpus(job, *devices); !s) return s.error();
   for (const StrategyRow& row : kStrategies) {
     if (job.strategy.type != row.name) continue;
@@ -253,7 +257,7 @@ Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& pro
                                       "available: one_device, towers, mirrored, collective, parameter_server",
                                       job.source_path, row.name));
     }
-    auto strategy = row.factory(job, program, *devices, cluster);
+    auto strategy = row.factory(job, program, names_of(*devices), cluster);
     if (!strategy) return strategy;
     if (Status s = connect_synchronised_statistics(job, **strategy, cluster); !s) return s.error();
     return strategy;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/base/device.hpp"
 #include "engine/base/fields.hpp"
 #include "engine/base/initializer_spec.hpp"
 
@@ -95,9 +96,16 @@ struct OptimizerSpec {
   std::optional<double> clip_by_global_norm;
 };
 
+// One entry of strategy.devices, parsed when the job loads.
+struct DeviceSpec {
+  Device device;
+  std::string where;  // "job.yaml:7:13" of the entry ("" when made in code)
+  std::string name() const { return device.str(); }
+};
+
 struct StrategySpec {
   std::string type = "one_device";  // one_device | towers | mirrored | collective | parameter_server
-  std::vector<std::string> devices;  // as written: {"auto"} (default, resolved later) or e.g. {"gpu:0", "gpu:1"}
+  std::vector<DeviceSpec> devices;  // empty: "auto" (one CPU device, resolved by the strategy table)
   std::optional<int64_t> num_gpus;
   std::string loss_reduction = "mean";  // mean | sum
   std::string communication = "auto";   // auto | ring | nccl

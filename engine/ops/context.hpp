@@ -4,7 +4,7 @@
 // thread-global mode.
 #pragma once
 
-#include "engine/device.hpp"
+#include "engine/base/device.hpp"
 #include "engine/dtype.hpp"
 
 namespace dtrain::ops {

@@ -115,7 +115,7 @@ TEST_CASE("job_loader: a minimal job gets the defaults of job_spec.hpp") {
   CHECK(job.optimizer.schedule.type == "constant");
   CHECK_FALSE(job.optimizer.clip_by_global_norm.has_value());
   CHECK(job.strategy.type == "one_device");
-  CHECK(job.strategy.devices == std::vector<std::string>{"auto"});
+  CHECK(job.strategy.devices.empty());  // auto
   CHECK_FALSE(job.strategy.num_gpus.has_value());
   CHECK(job.cluster.cluster_tasks.empty());
   CHECK(job.cluster.task_type.empty());
@@ -206,7 +206,10 @@ TEST_CASE("job_loader: every field can be set from YAML") {
   CHECK(o.nesterov);
   CHECK(o.epsilon == 1e-8);
   CHECK(o.clip_by_global_norm == std::optional<double>(5));
-  CHECK(job.strategy.devices == std::vector<std::string>{"cpu:0", "cpu:1"});
+  REQUIRE(job.strategy.devices.size() == 2);
+  CHECK(job.strategy.devices[0].device == Device{DeviceKind::cpu, 0});
+  CHECK(job.strategy.devices[1].name() == "cpu:1");
+  CHECK(job.strategy.devices[1].where == "job.yaml:30:47");  // parsed at load, with the entry's place
   CHECK(job.strategy.communication == "ring");
   CHECK(job.strategy.bucket_mb == 4);
   CHECK(job.cluster.cluster_tasks.at("worker") == std::vector<std::string>{"host1:2222", "host2:2222"});

@@ -44,7 +44,9 @@ TEST_CASE("overrides: values are YAML scalars or flow nodes, applied before vali
   REQUIRE_MESSAGE(r.ok(), r.error().message);
   CHECK(r->optimizer.learning_rate == 0.05);
   CHECK(layer_options<DenseSpec>(r->model.layers[0]).units == 64);
-  CHECK(r->strategy.devices == std::vector<std::string>{"cpu:0", "cpu:1"});
+  REQUIRE(r->strategy.devices.size() == 2);
+  CHECK(r->strategy.devices[0].name() == "cpu:0");
+  CHECK(r->strategy.devices[1].name() == "cpu:1");
   CHECK(r->run.seed == 7);  // run: created by the override
   CHECK(layer_options<DenseSpec>(r->model.layers[0]).kernel_initializer.type == "constant");
   CHECK(layer_options<DenseSpec>(r->model.layers[0]).kernel_initializer.value == 0.5f);

@@ -37,7 +37,8 @@ def test_without_a_gpu_training_on_gpu0_says_why(mlp_job):
     job, model_dir = mlp_job()
     out = run_dtrain("train", job, "--set", GPU)
     assert out.returncode == 2
-    assert re.fullmatch(rf"dtrain: {re.escape(str(job))}: strategy\.devices: gpu:0 cannot be used: .+\n", out.stderr), \
+    # The place is where the device was written: here the --set.
+    assert re.fullmatch(rf"dtrain: --set {re.escape(GPU)}: strategy\.devices\[0\]: gpu:0 cannot be used: .+\n", out.stderr), \
         out.stderr
     assert not model_dir.exists()
 

@@ -98,6 +98,8 @@ def test_gpu_devices_under_several_device_strategies_fail_loudly(mlp_job):
     job, _ = mlp_job()
     out = run_dtrain("train", job, "--set", "strategy.type=mirrored", "--set", "strategy.devices=[gpu:0,gpu:1]")
     assert out.returncode == 2
-    assert out.stderr == (f"dtrain: {job}: strategy.devices: gpu:0 with strategy.type mirrored: only one_device runs "
+    # The place is where the devices were written: the --set.
+    assert out.stderr == ("dtrain: --set strategy.devices=[gpu:0,gpu:1]: strategy.devices[0]: gpu:0 with strategy.type "
+                          "mirrored: only one_device runs "
                           "on a GPU in this dtrain so far (several devices need NCCL); use one_device with devices: "
                           "[gpu:0], or cpu:N devices\n")

@@ -11,7 +11,7 @@
 
 #include "engine/base/status.hpp"
 #include "engine/cuda_module.hpp"
-#include "engine/device.hpp"
+#include "engine/base/device.hpp"
 #include "engine/kernels/conv.hpp"
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/pool.hpp"

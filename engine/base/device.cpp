@@ -1,5 +1,5 @@
 // Device names.
-#include "engine/device.hpp"
+#include "engine/base/device.hpp"
 
 #include <fmt/format.h>
 
