@@ -20,6 +20,12 @@ std::vector<int64_t> int_list(const Node& n) {
   return out;
 }
 
+std::vector<double> number_list(const Node& n) {
+  std::vector<double> out;
+  for (const Node& item : n.items) out.push_back(as_number(item));
+  return out;
+}
+
 // A name, or {type, value, minval, maxval} (the missing ones at their defaults).
 InitializerSpec read_initializer(const Node& n) {
   if (n.is_scalar()) return InitializerSpec{n.text, 0.0f};
@@ -34,6 +40,16 @@ InitializerSpec read_initializer(const Node& n) {
 // The value of field f of `object` as the resolved job writes it.
 Json value_json(const Field& f, const void* object, const std::string& activation) {
   switch (f.kind) {
+    case FieldKind::kOptionalDouble: {
+      const auto& v = field_value<std::optional<double>>(f, object);
+      return v ? Json(*v) : Json(nullptr);
+    }
+    case FieldKind::kDoubleList: return field_value<std::vector<double>>(f, object);
+    case FieldKind::kStruct: {
+      Json out = Json::object();
+      write_fields(f.sub(), f.at(const_cast<void*>(object)), nullptr, "", out);
+      return out;
+    }
     case FieldKind::kInt: return field_value<int64_t>(f, object);
     case FieldKind::kOptionalInt: {
       const auto& v = field_value<std::optional<int64_t>>(f, object);
@@ -54,6 +70,7 @@ Json value_json(const Field& f, const void* object, const std::string& activatio
 // A default as the schema documents it: a size [n, n] as n, [] as null,
 // an initializer by its name.
 Json default_json(const Field& f, const void* defaults) {
+  if (f.kind == FieldKind::kStruct) return Json::object();  // {}: every field at its default
   if (f.kind == FieldKind::kInitializer) {
     // Its name alone when its values are the name's own (random_uniform's U(-0.05, 0.05)).
     const auto& init = field_value<InitializerSpec>(f, defaults);
@@ -68,7 +85,19 @@ Json default_json(const Field& f, const void* defaults) {
   return v;
 }
 
-Json value_schema(const Field& f) {
+Json value_schema(const Field& f, const void* defaults) {
+  if (f.kind == FieldKind::kStruct) {
+    Json properties = Json::object(), required = Json::array();
+    fields_schema(f.sub(), f.at(const_cast<void*>(defaults)), properties, required);
+    Json s{{"type", "object"}, {"properties", properties}};
+    if (!required.empty()) s["required"] = required;
+    s["additionalProperties"] = false;
+    if (f.schema != nullptr) {
+      const Json extra = Json::parse(f.schema);  // held: items() refers into it
+      for (const auto& [key, value] : extra.items()) s[key] = value;
+    }
+    return s;
+  }
   if (f.schema != nullptr) return Json::parse(f.schema);
   Json s = Json::object();
   if (f.ref != nullptr) {
@@ -78,6 +107,9 @@ Json value_schema(const Field& f) {
   switch (f.kind) {
     case FieldKind::kInt: s["type"] = "integer"; break;
     case FieldKind::kOptionalInt: s["type"] = Json::array({"integer", "null"}); break;
+    case FieldKind::kOptionalDouble: s["type"] = Json::array({"number", "null"}); break;
+    case FieldKind::kDoubleList: s = Json{{"type", "array"}, {"items", {{"type", "number"}}}}; break;
+    case FieldKind::kStruct: break;  // above
     case FieldKind::kFloat:
     case FieldKind::kDouble: s["type"] = "number"; break;
     case FieldKind::kBool: s["type"] = "boolean"; break;
@@ -121,6 +153,11 @@ void read_fields(const Node& node, std::span<const Field> fields, void* object, 
       case FieldKind::kOptionalInt: field_value<std::optional<int64_t>>(f, object) = as_int(*n); break;
       case FieldKind::kFloat: field_value<float>(f, object) = static_cast<float>(as_number(*n)); break;
       case FieldKind::kDouble: field_value<double>(f, object) = as_number(*n); break;
+      case FieldKind::kOptionalDouble: field_value<std::optional<double>>(f, object) = as_number(*n); break;
+      case FieldKind::kDoubleList: field_value<std::vector<double>>(f, object) = number_list(*n); break;
+      case FieldKind::kStruct:
+        if (n->is_mapping()) read_fields(*n, f.sub(), f.at(object), nullptr);
+        break;
       case FieldKind::kBool: field_value<bool>(f, object) = as_bool(*n); break;
       case FieldKind::kString: field_value<std::string>(f, object) = n->text; break;
       case FieldKind::kIntList: field_value<std::vector<int64_t>>(f, object) = int_list(*n); break;
@@ -145,14 +182,29 @@ void write_fields(std::span<const Field> fields, const void* object, const void*
   }
 }
 
+Json field_schema(const Field& f, const void* defaults) {
+  Json s = value_schema(f, defaults);
+  // The description (and default) after the value's own keys, as the file reads.
+  Json out = Json::object();
+  for (const auto& [key, value] : s.items())
+    if (key != "properties" && key != "required" && key != "additionalProperties" && key != "allOf") out[key] = value;
+  out["description"] = f.doc;
+  if (f.required) {
+    // no default
+  } else if (f.kind == FieldKind::kActivation) {
+    out["default"] = "linear";
+  } else {
+    out["default"] = default_json(f, defaults);
+  }
+  for (const char* key : {"properties", "required", "additionalProperties", "allOf"})
+    if (s.contains(key)) out[key] = s[key];
+  return out;
+}
+
 void fields_schema(std::span<const Field> fields, const void* defaults, Json& properties, Json& required) {
   for (const Field& f : fields) {
-    Json s = value_schema(f);
-    s["description"] = f.doc;
     if (f.required) required.push_back(f.name);
-    else if (f.kind == FieldKind::kActivation) s["default"] = "linear";
-    else s["default"] = default_json(f, defaults);
-    properties[f.name] = std::move(s);
+    properties[f.name] = field_schema(f, defaults);
   }
 }
 

@@ -24,6 +24,11 @@ void read_fields(const Node& node, std::span<const Field> fields, void* object, 
 void write_fields(std::span<const Field> fields, const void* object, const void* defaults,
                   const std::string& activation, Json& out);
 
+// One field's schema: its value's, then its description and (unless
+// required) its default, read from `defaults` (an object of the table's
+// struct at its defaults); a kStruct field's mapping with its own fields.
+Json field_schema(const Field& f, const void* defaults);
+
 // The schema of each field as a property of `properties`, and the required
 // ones appended to `required`. Defaults are read from `defaults`.
 void fields_schema(std::span<const Field> fields, const void* defaults, Json& properties, Json& required);

@@ -111,8 +111,6 @@ Json job_json(const JobSpec& job) {
   const ModelSpec& m = job.model;
   Json layers = Json::array();
   for (const LayerSpec& l : m.layers) layers.push_back(layer_json(l));
-  const OptimizerSpec& o = job.optimizer;
-  const ScheduleSpec& sc = o.schedule;
   const StrategySpec& st = job.strategy;
   std::vector<std::string> device_names;
   for (const DeviceSpec& d : st.devices) device_names.push_back(d.name());
@@ -171,15 +169,6 @@ Json job_json(const JobSpec& job) {
   if (r.profile) run["profile"] = {{"start_step", r.profile->start_step}, {"steps", r.profile->steps}};
   Json j{
       {"model", model},
-      {"optimizer",
-       {{"type", o.type}, {"learning_rate", o.learning_rate},
-        {"schedule", {{"type", sc.type}, {"decay_steps", sc.decay_steps}, {"decay_rate", sc.decay_rate},
-                      {"staircase", sc.staircase}, {"boundaries", sc.boundaries}, {"values", sc.values},
-                      {"alpha", sc.alpha}, {"warmup_steps", sc.warmup_steps}}},
-        {"momentum", o.momentum}, {"nesterov", o.nesterov}, {"beta1", o.beta1}, {"beta2", o.beta2},
-        {"epsilon", o.epsilon}, {"weight_decay", o.weight_decay}, {"rho", o.rho},
-        {"initial_accumulator_value", o.initial_accumulator_value},
-        {"clip_by_global_norm", optional_json(o.clip_by_global_norm)}}},
       {"strategy", {{"type", st.type}, {"devices", device_names.empty() ? Json("auto") : Json(device_names)},
                     {"num_gpus", optional_json(st.num_gpus)}, {"loss_reduction", st.loss_reduction},
                     {"communication", st.communication}, {"bucket_mb", st.bucket_mb}, {"mode", st.mode},
@@ -192,6 +181,7 @@ Json job_json(const JobSpec& job) {
       {"eval", {{"steps", optional_json(job.eval.steps)}, {"throttle_secs", job.eval.throttle_secs},
                 {"start_delay_secs", job.eval.start_delay_secs},
                 {"early_stopping", early_stopping_json(job.eval.early_stopping)}}}};
+  write_fields(job_section_fields(), &job, nullptr, "", j);  // the sections with a field table (optimizer)
   if (const auto& e = job.export_spec) {
     j["export"] = {{"format", e->format}, {"every", e->every}, {"keep", e->keep}, {"best_by", optional_json(e->best_by)}};
   }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "config_schema/diagnostics.hpp"
+#include "config_schema/field_io.hpp"
 #include "config_schema/job_loader.hpp"
 #include "config_schema/layer_schema.hpp"
 #include "config_schema/schema_embedded.hpp"
@@ -21,6 +22,9 @@ const Json& job_schema() {
   static const Json schema = [] {
     Json s = Json::parse(kJobSchemaJson);
     s["properties"]["model"]["properties"]["layers"]["items"]["oneOf"] = layer_schema_branches();
+    // The sections with a field table (engine/base/job_fields.cpp), in place.
+    const JobSpec defaults;
+    for (const Field& f : job_section_fields()) s["properties"][f.name] = field_schema(f, &defaults);
     return s;
   }();
   return schema;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "config_schema/data_files.hpp"
+#include "config_schema/field_io.hpp"
 #include "config_schema/keras_names.hpp"
 #include "config_schema/layer_schema.hpp"
 
@@ -302,29 +303,6 @@ void read_model(const Section& s, ModelSpec& m) {
   }
 }
 
-void read_optimizer(const Section& s, OptimizerSpec& o) {
-  s.read("type", o.type);
-  s.read("learning_rate", o.learning_rate);
-  const Section sch = s.sub("schedule");
-  sch.read("type", o.schedule.type);
-  sch.read("decay_steps", o.schedule.decay_steps);
-  sch.read("decay_rate", o.schedule.decay_rate);
-  sch.read("staircase", o.schedule.staircase);
-  sch.read("boundaries", o.schedule.boundaries);
-  sch.read("values", o.schedule.values);
-  sch.read("alpha", o.schedule.alpha);
-  sch.read("warmup_steps", o.schedule.warmup_steps);
-  s.read("momentum", o.momentum);
-  s.read("nesterov", o.nesterov);
-  s.read("beta1", o.beta1);
-  s.read("beta2", o.beta2);
-  s.read("epsilon", o.epsilon);
-  s.read("weight_decay", o.weight_decay);
-  s.read("rho", o.rho);
-  s.read("initial_accumulator_value", o.initial_accumulator_value);
-  s.read("clip_by_global_norm", o.clip_by_global_norm);
-}
-
 void read_strategy(const Section& s, StrategySpec& st) {
   s.read("type", st.type);
   if (const Node* d = s.get("devices"); d != nullptr && d->is_sequence()) {
@@ -407,7 +385,7 @@ JobSpec to_jobspec(const Node& root, const std::string& source_path, const std::
   job.source_path = source_path;
   job.base_dir = base_dir;
   read_model(top.sub("model"), job.model);
-  read_optimizer(top.sub("optimizer"), job.optimizer);
+  read_fields(root, job_section_fields(), &job, nullptr);  // the sections with a field table
   read_strategy(top.sub("strategy"), job.strategy);
   read_cluster(top.sub("cluster"), job.cluster);
   const Section data = top.sub("data");

@@ -23,12 +23,15 @@ enum class FieldKind : uint8_t {
   kOptionalInt,  // std::optional<int64_t>; null allowed
   kFloat,        // float (written back in its shortest decimal form)
   kDouble,       // double
+  kOptionalDouble,  // std::optional<double>; null allowed
   kBool,         // bool
   kString,       // std::string (an enum through `ref` or `choices`)
   kIntList,      // std::vector<int64_t>
+  kDoubleList,   // std::vector<double>
   kSize2,        // std::vector<int64_t>: an integer n (read as [n, n]) or a list
   kInitializer,  // InitializerSpec: a name or {type, value, minval, maxval}
   kActivation,   // not a member: the layer's activation (LayerSpec::activation); "linear" = none
+  kStruct,       // a struct with a table of its own (`sub`): a mapping in the job
 };
 
 // One option. `at` finds the member in an object of the table's struct.
@@ -48,6 +51,9 @@ struct Field {
   // false: the resolved job shows the option only when it is not its
   // default, so that jobs written before the option keep their model hash.
   bool shown_at_default = true;
+  // kStruct: the member's own table. Its `schema`, when given, is merged
+  // into the mapping's schema (e.g. an allOf of conditions between fields).
+  std::span<const Field> (*sub)() = nullptr;
 
   // Builders, each returning the changed copy: field<...>(...).min(1).need().
   Field min(double v) const { Field f = *this; f.minimum = v; return f; }
@@ -76,6 +82,8 @@ constexpr FieldKind kind_of() {
   else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return FieldKind::kOptionalInt;
   else if constexpr (std::is_same_v<T, float>) return FieldKind::kFloat;
   else if constexpr (std::is_same_v<T, double>) return FieldKind::kDouble;
+  else if constexpr (std::is_same_v<T, std::optional<double>>) return FieldKind::kOptionalDouble;
+  else if constexpr (std::is_same_v<T, std::vector<double>>) return FieldKind::kDoubleList;
   else if constexpr (std::is_same_v<T, bool>) return FieldKind::kBool;
   else if constexpr (std::is_same_v<T, std::string>) return FieldKind::kString;
   else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return FieldKind::kIntList;
@@ -94,6 +102,20 @@ Field field(const char* name, const char* doc) {
   f.name = name;
   f.doc = doc;
   f.kind = fields_detail::kind_of<typename M::Type>();
+  f.at = [](void* object) -> void* { return &(static_cast<typename M::Class*>(object)->*kMember); };
+  return f;
+}
+
+// The row of a member that is a struct with its own table `sub`:
+// field_struct<&OptimizerSpec::schedule>("schedule", "...", schedule_fields).
+template <auto kMember>
+Field field_struct(const char* name, const char* doc, std::span<const Field> (*sub)()) {
+  using M = fields_detail::Member<decltype(kMember)>;
+  Field f;
+  f.name = name;
+  f.doc = doc;
+  f.kind = FieldKind::kStruct;
+  f.sub = sub;
   f.at = [](void* object) -> void* { return &(static_cast<typename M::Class*>(object)->*kMember); };
   return f;
 }

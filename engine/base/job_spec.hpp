@@ -321,4 +321,12 @@ struct JobSpec {
   std::string model_hash;      // hex hash of the model-shaping part (model.*), for checkpoints
 };
 
+// The field tables of the sections written through them
+// (engine/base/job_fields.cpp): the loader reads, the resolved job writes and
+// the schema describes these sections from the rows alone.
+std::span<const Field> schedule_fields();   // ScheduleSpec
+std::span<const Field> optimizer_fields();  // OptimizerSpec
+// The sections of JobSpec that have a table, as fields of JobSpec: optimizer.
+std::span<const Field> job_section_fields();
+
 }  // namespace dtrain

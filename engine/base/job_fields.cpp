@@ -1,0 +1,66 @@
+// The field tables of the job's sections (engine/base/fields.hpp): each
+// option's name, member, bounds and documentation, written once. The
+// loader reads the YAML through them, the resolved job is written from them
+// and the schema's sections (and dtrain-job(5)) are made from them.
+#include "engine/base/job_spec.hpp"
+
+namespace dtrain {
+
+std::span<const Field> schedule_fields() {
+  static const Field kFields[] = {
+      field<&ScheduleSpec::type>("type", "How the learning rate changes with the global step.")
+          .shaped(R"({"enum": ["constant", "exponential_decay", "piecewise_constant", "cosine_decay"]})"),
+      field<&ScheduleSpec::decay_steps>("decay_steps", "exponential_decay, cosine_decay: steps of one decay period.")
+          .min(1),
+      field<&ScheduleSpec::decay_rate>("decay_rate", "exponential_decay: factor per decay period.").above(0),
+      field<&ScheduleSpec::staircase>("staircase", "exponential_decay: decay in discrete steps."),
+      field<&ScheduleSpec::boundaries>("boundaries",
+                                       "piecewise_constant: increasing global steps where the rate changes.")
+          .shaped(R"({"type": "array", "items": {"type": "integer", "minimum": 0}})"),
+      field<&ScheduleSpec::values>("values", "piecewise_constant: the learning rates, one more than boundaries."),
+      field<&ScheduleSpec::alpha>("alpha", "cosine_decay: final learning rate as a fraction of learning_rate.")
+          .min(0)
+          .max(1),
+      field<&ScheduleSpec::warmup_steps>("warmup_steps", "Steps of linear warmup from 0 before the schedule starts.")
+          .min(0),
+  };
+  return kFields;
+}
+
+std::span<const Field> optimizer_fields() {
+  static const Field kFields[] = {
+      field<&OptimizerSpec::type>("type", "The update rule: sgd (with optional momentum), adam, adamw, rmsprop or adagrad.")
+          .shaped(R"({"enum": ["sgd", "adam", "adamw", "rmsprop", "adagrad"]})"),
+      field<&OptimizerSpec::learning_rate>("learning_rate", "Base learning rate (the schedule scales it).").above(0),
+      field_struct<&OptimizerSpec::schedule>("schedule", "Learning-rate schedule (optionally after a linear warmup).",
+                                            schedule_fields)
+          .shaped(R"({"allOf": [{"if": {"properties": {"type": {"const": "piecewise_constant"}}, "required": ["type"]},
+                                 "then": {"required": ["boundaries", "values"]}}]})"),
+      field<&OptimizerSpec::momentum>("momentum", "sgd, rmsprop: momentum.").min(0).below(1),
+      field<&OptimizerSpec::nesterov>("nesterov", "sgd: Nesterov momentum."),
+      field<&OptimizerSpec::beta1>("beta1", "adam, adamw: decay of the first-moment estimate.").min(0).below(1),
+      field<&OptimizerSpec::beta2>("beta2", "adam, adamw: decay of the second-moment estimate.").min(0).below(1),
+      field<&OptimizerSpec::epsilon>("epsilon",
+                                     "adam, adamw, rmsprop, adagrad: added to denominators for numerical stability.")
+          .above(0),
+      field<&OptimizerSpec::weight_decay>("weight_decay", "adamw: decoupled weight decay.").min(0),
+      field<&OptimizerSpec::rho>("rho", "rmsprop: decay of the squared-gradient average.").min(0).below(1),
+      field<&OptimizerSpec::initial_accumulator_value>("initial_accumulator_value",
+                                                       "adagrad: starting value of the accumulator.")
+          .min(0),
+      field<&OptimizerSpec::clip_by_global_norm>(
+          "clip_by_global_norm", "Clip gradients to this global norm before the update; null means no clipping.")
+          .above(0),
+  };
+  return kFields;
+}
+
+std::span<const Field> job_section_fields() {
+  static const Field kFields[] = {
+      field_struct<&JobSpec::optimizer>("optimizer", "How the variables are updated from their gradients.",
+                                        optimizer_fields),
+  };
+  return kFields;
+}
+
+}  // namespace dtrain

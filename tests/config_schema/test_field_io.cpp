@@ -1,0 +1,81 @@
+// Field tables through config_schema/field_io: one table per struct reads
+// the YAML, writes the resolved JSON and describes the schema.
+#include <doctest.h>
+
+#include "config_schema/field_io.hpp"
+
+namespace dtrain {
+namespace {
+
+struct Inner {
+  double rate = 0.5;
+  std::vector<double> values;
+};
+
+struct Outer {
+  int64_t count = 3;
+  std::optional<double> limit;
+  std::vector<int64_t> window{2, 2};
+  std::optional<int64_t> width;
+  bool on = false;
+  Inner inner;
+};
+
+std::span<const Field> inner_fields() {
+  static const Field kFields[] = {
+      field<&Inner::rate>("rate", "A rate.").above(0).below(1),
+      field<&Inner::values>("values", "Some numbers."),
+  };
+  return kFields;
+}
+
+std::span<const Field> outer_fields() {
+  static const Field kFields[] = {
+      field<&Outer::count>("count", "How many.").min(1),
+      field<&Outer::limit>("limit", "A bound; null: none.").above(0),
+      field<&Outer::window>("window", "An integer or [h, w].").size2().follows("size2"),
+      field<&Outer::width>("width", "Optional width.").min(1),
+      field<&Outer::on>("on", "Shown only when true.").hidden_at_default(),
+      field_struct<&Outer::inner>("inner", "Nested.", inner_fields),
+  };
+  return kFields;
+}
+
+TEST_CASE("field tables: read, written back and described from one table") {
+  auto node = parse_yaml("count: 7\nlimit: 2.5\nwindow: 3\ninner: {values: [1, 2.5]}\n", "t.yaml");
+  REQUIRE(node.ok());
+  Outer o;
+  read_fields(*node, outer_fields(), &o, nullptr);
+  CHECK(o.count == 7);
+  CHECK(o.limit == std::optional<double>(2.5));
+  CHECK(o.window == std::vector<int64_t>{3, 3});  // an integer n is [n, n]
+  CHECK_FALSE(o.width.has_value());
+  CHECK(o.inner.rate == 0.5);  // not given: the default stays
+  CHECK(o.inner.values == std::vector<double>{1.0, 2.5});
+
+  const Outer defaults;
+  Json written = Json::object();
+  write_fields(outer_fields(), &o, &defaults, "", written);
+  CHECK(written.dump() ==
+        R"({"count":7,"limit":2.5,"window":[3,3],"width":null,"inner":{"rate":0.5,"values":[1.0,2.5]}})");
+  o.on = true;
+  written = Json::object();
+  write_fields(outer_fields(), &o, &defaults, "", written);
+  CHECK(written["on"] == true);  // hidden at its default only
+
+  Json properties = Json::object(), required = Json::array();
+  fields_schema(outer_fields(), &defaults, properties, required);
+  CHECK(required.empty());
+  CHECK(properties["count"].dump() == R"({"type":"integer","minimum":1,"description":"How many.","default":3})");
+  CHECK(properties["limit"].dump() ==
+        R"({"type":["number","null"],"exclusiveMinimum":0,"description":"A bound; null: none.","default":null})");
+  CHECK(properties["window"].dump() ==
+        R"({"$ref":"#/$defs/size2","description":"An integer or [h, w].","default":2})");
+  CHECK(properties["inner"].dump() ==
+        R"({"type":"object","description":"Nested.","default":{},"properties":{"rate":{"type":"number",)"
+        R"("exclusiveMinimum":0,"exclusiveMaximum":1,"description":"A rate.","default":0.5},"values":{"type":"array",)"
+        R"("items":{"type":"number"},"description":"Some numbers.","default":[]}},"additionalProperties":false})");
+}
+
+}  // namespace
+}  // namespace dtrain
