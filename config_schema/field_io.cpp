@@ -50,6 +50,13 @@ Json value_json(const Field& f, const void* object, const std::string& activatio
       write_fields(f.sub(), f.at(const_cast<void*>(object)), nullptr, "", out);
       return out;
     }
+    case FieldKind::kOptionalStruct: {
+      const void* inner = f.inner(f.at(const_cast<void*>(object)));
+      if (inner == nullptr) return nullptr;
+      Json out = Json::object();
+      write_fields(f.sub(), inner, nullptr, "", out);
+      return out;
+    }
     case FieldKind::kInt: return field_value<int64_t>(f, object);
     case FieldKind::kOptionalInt: {
       const auto& v = field_value<std::optional<int64_t>>(f, object);
@@ -71,6 +78,7 @@ Json value_json(const Field& f, const void* object, const std::string& activatio
 // an initializer by its name.
 Json default_json(const Field& f, const void* defaults) {
   if (f.kind == FieldKind::kStruct) return Json::object();  // {}: every field at its default
+  if (f.kind == FieldKind::kOptionalStruct) return nullptr;
   if (f.kind == FieldKind::kInitializer) {
     // Its name alone when its values are the name's own (random_uniform's U(-0.05, 0.05)).
     const auto& init = field_value<InitializerSpec>(f, defaults);
@@ -86,10 +94,15 @@ Json default_json(const Field& f, const void* defaults) {
 }
 
 Json value_schema(const Field& f, const void* defaults) {
-  if (f.kind == FieldKind::kStruct) {
+  if (f.kind == FieldKind::kStruct || f.kind == FieldKind::kOptionalStruct) {
     Json properties = Json::object(), required = Json::array();
-    fields_schema(f.sub(), f.at(const_cast<void*>(defaults)), properties, required);
-    Json s{{"type", "object"}, {"properties", properties}};
+    if (f.kind == FieldKind::kStruct) {
+      fields_schema(f.sub(), f.at(const_cast<void*>(defaults)), properties, required);
+    } else {
+      fields_schema(f.sub(), f.inner_defaults(), properties, required);
+    }
+    Json s{{"type", f.kind == FieldKind::kStruct ? Json("object") : Json::array({"object", "null"})},
+           {"properties", properties}};
     if (!required.empty()) s["required"] = required;
     s["additionalProperties"] = false;
     if (f.schema != nullptr) {
@@ -109,7 +122,8 @@ Json value_schema(const Field& f, const void* defaults) {
     case FieldKind::kOptionalInt: s["type"] = Json::array({"integer", "null"}); break;
     case FieldKind::kOptionalDouble: s["type"] = Json::array({"number", "null"}); break;
     case FieldKind::kDoubleList: s = Json{{"type", "array"}, {"items", {{"type", "number"}}}}; break;
-    case FieldKind::kStruct: break;  // above
+    case FieldKind::kStruct:
+    case FieldKind::kOptionalStruct: break;  // above
     case FieldKind::kFloat:
     case FieldKind::kDouble: s["type"] = "number"; break;
     case FieldKind::kBool: s["type"] = "boolean"; break;
@@ -157,6 +171,9 @@ void read_fields(const Node& node, std::span<const Field> fields, void* object, 
       case FieldKind::kDoubleList: field_value<std::vector<double>>(f, object) = number_list(*n); break;
       case FieldKind::kStruct:
         if (n->is_mapping()) read_fields(*n, f.sub(), f.at(object), nullptr);
+        break;
+      case FieldKind::kOptionalStruct:
+        if (n->is_mapping()) read_fields(*n, f.sub(), f.emplace(f.at(object)), nullptr);
         break;
       case FieldKind::kBool: field_value<bool>(f, object) = as_bool(*n); break;
       case FieldKind::kString: field_value<std::string>(f, object) = n->text; break;

@@ -15,12 +15,6 @@ Json optional_json(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
-Json early_stopping_json(const std::optional<EarlyStoppingSpec>& e) {
-  if (!e) return Json(nullptr);
-  return Json{{"metric", e->metric}, {"mode", e->mode}, {"patience_evals", e->patience_evals},
-              {"min_delta", e->min_delta}};
-}
-
 Json layer_json(const LayerSpec& l) {
   Json j{{"type", l.type}, {"name", l.name}};
   // Graph fields only where used, so a sequential model's resolved form (and
@@ -177,11 +171,8 @@ Json job_json(const JobSpec& job) {
       {"cluster", cluster},
       {"data", data},
       {"precision", {{"compute", job.precision.compute}, {"matmul", job.precision.matmul}}},
-      {"run", run},
-      {"eval", {{"steps", optional_json(job.eval.steps)}, {"throttle_secs", job.eval.throttle_secs},
-                {"start_delay_secs", job.eval.start_delay_secs},
-                {"early_stopping", early_stopping_json(job.eval.early_stopping)}}}};
-  write_fields(job_section_fields(), &job, nullptr, "", j);  // the sections with a field table (optimizer)
+      {"run", run}};
+  write_fields(job_section_fields(), &job, nullptr, "", j);  // the sections with a field table (optimizer, eval)
   if (const auto& e = job.export_spec) {
     j["export"] = {{"format", e->format}, {"every", e->every}, {"keep", e->keep}, {"best_by", optional_json(e->best_by)}};
   }

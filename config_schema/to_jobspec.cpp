@@ -397,19 +397,6 @@ JobSpec to_jobspec(const Node& root, const std::string& source_path, const std::
   precision.read("matmul", job.precision.matmul);
   if (const Node* n = precision.get("compute")) job.precision.compute_where = n->loc.str();
   read_run(top.sub("run"), job.run);
-  const Section ev = top.sub("eval");
-  ev.read("steps", job.eval.steps);
-  ev.read("throttle_secs", job.eval.throttle_secs);
-  ev.read("start_delay_secs", job.eval.start_delay_secs);
-  if (ev.get("early_stopping") != nullptr) {
-    const Section es = ev.sub("early_stopping");
-    EarlyStoppingSpec e;
-    es.read("metric", e.metric);
-    es.read("mode", e.mode);
-    es.read("patience_evals", e.patience_evals);
-    es.read("min_delta", e.min_delta);
-    job.eval.early_stopping = e;
-  }
   if (const Node* n = top.get("export")) {
     const Section ex(n);
     ExportSpec e;

@@ -32,6 +32,7 @@ enum class FieldKind : uint8_t {
   kInitializer,  // InitializerSpec: a name or {type, value, minval, maxval}
   kActivation,   // not a member: the layer's activation (LayerSpec::activation); "linear" = none
   kStruct,       // a struct with a table of its own (`sub`): a mapping in the job
+  kOptionalStruct,  // std::optional of such a struct: a mapping, or null (the default)
 };
 
 // One option. `at` finds the member in an object of the table's struct.
@@ -54,6 +55,11 @@ struct Field {
   // kStruct: the member's own table. Its `schema`, when given, is merged
   // into the mapping's schema (e.g. an allOf of conditions between fields).
   std::span<const Field> (*sub)() = nullptr;
+  // kOptionalStruct: the struct inside the member (null when empty), and
+  // the struct made (at its defaults) when the job gives one.
+  void* (*inner)(void* member) = nullptr;
+  void* (*emplace)(void* member) = nullptr;
+  const void* (*inner_defaults)() = nullptr;  // a struct at its defaults, for the schema
 
   // Builders, each returning the changed copy: field<...>(...).min(1).need().
   Field min(double v) const { Field f = *this; f.minimum = v; return f; }
@@ -117,6 +123,25 @@ Field field_struct(const char* name, const char* doc, std::span<const Field> (*s
   f.kind = FieldKind::kStruct;
   f.sub = sub;
   f.at = [](void* object) -> void* { return &(static_cast<typename M::Class*>(object)->*kMember); };
+  return f;
+}
+
+// The row of a std::optional<struct> member with its own table `sub`.
+template <auto kMember>
+Field field_optional_struct(const char* name, const char* doc, std::span<const Field> (*sub)()) {
+  using M = fields_detail::Member<decltype(kMember)>;
+  using Inner = typename M::Type::value_type;
+  Field f = field_struct<kMember>(name, doc, sub);
+  f.kind = FieldKind::kOptionalStruct;
+  f.inner = [](void* member) -> void* {
+    auto& o = *static_cast<std::optional<Inner>*>(member);
+    return o ? &*o : nullptr;
+  };
+  f.emplace = [](void* member) -> void* { return &static_cast<std::optional<Inner>*>(member)->emplace(); };
+  f.inner_defaults = []() -> const void* {
+    static const Inner kDefaults{};
+    return &kDefaults;
+  };
   return f;
 }
 

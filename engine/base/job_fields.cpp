@@ -55,10 +55,50 @@ std::span<const Field> optimizer_fields() {
   return kFields;
 }
 
+std::span<const Field> early_stopping_fields() {
+  static const Field kFields[] = {
+      field<&EarlyStoppingSpec::metric>("metric", "loss, or one of model.metrics.")
+          .shaped(R"({"type": "string"})"),
+      field<&EarlyStoppingSpec::mode>("mode", "min: lower is better (loss); max: higher is better (accuracy).")
+          .shaped(R"({"type": "string", "enum": ["min", "max"]})"),
+      field<&EarlyStoppingSpec::patience_evals>("patience_evals",
+                                                "Evaluations in a row without improvement that stop training.")
+          .min(1),
+      field<&EarlyStoppingSpec::min_delta>("min_delta", "The least change that counts as an improvement.").min(0),
+  };
+  return kFields;
+}
+
+std::span<const Field> eval_fields() {
+  static const Field kFields[] = {
+      field<&EvalSpec::steps>("steps", "Batches per evaluation; null means the whole eval input.").min(1),
+      field<&EvalSpec::throttle_secs>("throttle_secs",
+                                      "Evaluate again no sooner than this many seconds after the last evaluation.")
+          .min(0),
+      field<&EvalSpec::start_delay_secs>("start_delay_secs", "Seconds to wait before the first evaluation.").min(0),
+      field_optional_struct<&EvalSpec::early_stopping>(
+          "early_stopping",
+          "Stop training when an evaluated metric stops improving (Estimator's stop_if_no_decrease_hook / "
+          "stop_if_no_increase_hook, counted in evaluations): after each evaluation, the metric improves when it is "
+          "below the best so far minus min_delta (mode min) or above the best plus min_delta (mode max); once "
+          "patience_evals evaluations in a row have not improved, training stops at that step, saves a checkpoint, "
+          "logs the reason, writes the scalar early_stopping/stopped to the eval summaries and "
+          "model_dir/eval/early_stopping.json, and exits 0. In a cluster the evaluator task decides and every "
+          "training task stops at the same step: the first after the chief sees the decision (training runs ahead of "
+          "the evaluator, so that step can be later than the evaluated checkpoint's). The history is the evaluations "
+          "in model_dir/eval/metrics-<step>.json, so a resumed run continues it (and a run that has stopped stays "
+          "stopped unless patience_evals or min_delta change). Needs data.eval; dtrain train --no-eval does not stop "
+          "early. null never stops early.",
+          early_stopping_fields),
+  };
+  return kFields;
+}
+
 std::span<const Field> job_section_fields() {
   static const Field kFields[] = {
       field_struct<&JobSpec::optimizer>("optimizer", "How the variables are updated from their gradients.",
                                         optimizer_fields),
+      field_struct<&JobSpec::eval>("eval", "Evaluation during dtrain train.", eval_fields),
   };
   return kFields;
 }

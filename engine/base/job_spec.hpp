@@ -326,7 +326,9 @@ struct JobSpec {
 // the schema describes these sections from the rows alone.
 std::span<const Field> schedule_fields();   // ScheduleSpec
 std::span<const Field> optimizer_fields();  // OptimizerSpec
-// The sections of JobSpec that have a table, as fields of JobSpec: optimizer.
+std::span<const Field> early_stopping_fields();  // EarlyStoppingSpec
+std::span<const Field> eval_fields();       // EvalSpec
+// The sections of JobSpec that have a table, as fields of JobSpec: optimizer, eval.
 std::span<const Field> job_section_fields();
 
 }  // namespace dtrain

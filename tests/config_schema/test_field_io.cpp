@@ -19,6 +19,7 @@ struct Outer {
   std::optional<int64_t> width;
   bool on = false;
   Inner inner;
+  std::optional<Inner> maybe;
 };
 
 std::span<const Field> inner_fields() {
@@ -37,6 +38,7 @@ std::span<const Field> outer_fields() {
       field<&Outer::width>("width", "Optional width.").min(1),
       field<&Outer::on>("on", "Shown only when true.").hidden_at_default(),
       field_struct<&Outer::inner>("inner", "Nested.", inner_fields),
+      field_optional_struct<&Outer::maybe>("maybe", "Nested or null.", inner_fields),
   };
   return kFields;
 }
@@ -52,12 +54,22 @@ TEST_CASE("field tables: read, written back and described from one table") {
   CHECK_FALSE(o.width.has_value());
   CHECK(o.inner.rate == 0.5);  // not given: the default stays
   CHECK(o.inner.values == std::vector<double>{1.0, 2.5});
+  CHECK_FALSE(o.maybe.has_value());  // not given: null
+  auto with_maybe = parse_yaml("maybe: {rate: 0.25}\n", "t.yaml");
+  REQUIRE(with_maybe.ok());
+  Outer m;
+  read_fields(*with_maybe, outer_fields(), &m, nullptr);
+  REQUIRE(m.maybe.has_value());
+  CHECK(m.maybe->rate == 0.25);
+  Json mj = Json::object();
+  write_fields(outer_fields(), &m, nullptr, "", mj);
+  CHECK(mj["maybe"].dump() == R"({"rate":0.25,"values":[]})");
 
   const Outer defaults;
   Json written = Json::object();
   write_fields(outer_fields(), &o, &defaults, "", written);
   CHECK(written.dump() ==
-        R"({"count":7,"limit":2.5,"window":[3,3],"width":null,"inner":{"rate":0.5,"values":[1.0,2.5]}})");
+        R"({"count":7,"limit":2.5,"window":[3,3],"width":null,"inner":{"rate":0.5,"values":[1.0,2.5]},"maybe":null})");
   o.on = true;
   written = Json::object();
   write_fields(outer_fields(), &o, &defaults, "", written);
@@ -75,6 +87,9 @@ TEST_CASE("field tables: read, written back and described from one table") {
         R"({"type":"object","description":"Nested.","default":{},"properties":{"rate":{"type":"number",)"
         R"("exclusiveMinimum":0,"exclusiveMaximum":1,"description":"A rate.","default":0.5},"values":{"type":"array",)"
         R"("items":{"type":"number"},"description":"Some numbers.","default":[]}},"additionalProperties":false})");
+  CHECK(properties["maybe"]["type"] == Json::array({"object", "null"}));
+  CHECK(properties["maybe"]["default"].is_null());
+  CHECK(properties["maybe"]["properties"]["rate"]["default"] == 0.5);
 }
 
 }  // namespace
