@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/backend/cuda/gpu_ops.hpp"
+#include "engine/kernels/activation.hpp"
 #include "engine/kernels/attention.hpp"
 #include "engine/kernels/batch_norm.hpp"
 #include "engine/kernels/dropout.hpp"
@@ -233,6 +234,71 @@ void zero_pad2d_backward(const Context& ctx, const Tensor& dy, int64_t ph, int64
   on_device(ctx, "zero_padding2d_backward", {&dy, &dx}, [&] {
     kernels::zero_pad2d_backward(in(&dy), dx.dim(0), dx.dim(1), dx.dim(2), dx.dim(3), ph, pw, out(&dx));
   });
+}
+
+void relu_forward(const Context& ctx, const Tensor& x, Tensor& y) {
+  assert(y.numel() == x.numel());
+  on_device(ctx, "activation", {&x, &y}, [&] { kernels::relu_forward(in(&x), out(&y), x.numel()); },
+            [&] { gpu::relu(ctx.device, in(&x), out(&y), x.numel()); });
+}
+
+void relu_backward(const Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  assert(dy.numel() == y.numel() && dx.numel() == y.numel());
+  on_device(ctx, "activation_backward", {&y, &dy, &dx},
+            [&] { kernels::relu_backward(in(&y), in(&dy), out(&dx), y.numel()); },
+            [&] { gpu::relu_grad(ctx.device, in(&y), in(&dy), out(&dx), y.numel()); });
+}
+
+void softmax_forward(const Context& ctx, const Tensor& x, Tensor& y) {
+  const int64_t cols = x.dim(-1), rows = cols == 0 ? 0 : x.numel() / cols;
+  assert(y.numel() == x.numel());
+  on_device(ctx, "activation", {&x, &y}, [&] { kernels::softmax_rows(in(&x), out(&y), rows, cols); },
+            [&] { gpu::softmax(ctx.device, in(&x), out(&y), rows, cols); });
+}
+
+void softmax_backward(const Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx) {
+  const int64_t cols = y.dim(-1), rows = cols == 0 ? 0 : y.numel() / cols;
+  assert(dy.numel() == y.numel() && dx.numel() == y.numel());
+  on_device(ctx, "activation_backward", {&y, &dy, &dx},
+            [&] { kernels::softmax_backward_rows(in(&y), in(&dy), out(&dx), rows, cols); },
+            [&] { gpu::softmax_grad(ctx.device, in(&y), in(&dy), out(&dx), rows, cols); });
+}
+
+void eltwise_forward(const Context& ctx, kernels::EltwiseKind kind, const Tensor& x, Tensor& y) {
+  assert(y.numel() == x.numel());
+  on_device(ctx, "activation", {&x, &y}, [&] { kernels::eltwise_forward(kind, in(&x), out(&y), x.numel()); }, [&] {
+    switch (kind) {
+      case kernels::EltwiseKind::kTanh: return gpu::tanh(ctx.device, in(&x), out(&y), x.numel());
+      case kernels::EltwiseKind::kSigmoid: return gpu::sigmoid(ctx.device, in(&x), out(&y), x.numel());
+      case kernels::EltwiseKind::kGelu: no_backend("activation gelu", ctx.device);
+    }
+  });
+}
+
+void eltwise_backward(const Context& ctx, kernels::EltwiseKind kind, const Tensor& saved, const Tensor& dy,
+                      Tensor& dx) {
+  assert(dy.numel() == saved.numel() && dx.numel() == saved.numel());
+  on_device(ctx, "activation_backward", {&saved, &dy, &dx},
+            [&] { kernels::eltwise_backward(kind, in(&saved), in(&dy), out(&dx), saved.numel()); }, [&] {
+              switch (kind) {
+                case kernels::EltwiseKind::kTanh:
+                  return gpu::tanh_grad(ctx.device, in(&saved), in(&dy), out(&dx), saved.numel());
+                case kernels::EltwiseKind::kSigmoid:
+                  return gpu::sigmoid_grad(ctx.device, in(&saved), in(&dy), out(&dx), saved.numel());
+                case kernels::EltwiseKind::kGelu: no_backend("activation_backward gelu", ctx.device);
+              }
+            });
+}
+
+void leaky_relu_forward(const Context& ctx, const Tensor& x, float slope, Tensor& y) {
+  assert(y.numel() == x.numel());
+  on_device(ctx, "leaky_relu", {&x, &y}, [&] { kernels::leaky_relu_forward(in(&x), slope, out(&y), x.numel()); });
+}
+
+void leaky_relu_backward(const Context& ctx, const Tensor& x, const Tensor& dy, float slope, Tensor& dx) {
+  assert(dy.numel() == x.numel() && dx.numel() == x.numel());
+  on_device(ctx, "leaky_relu_backward", {&x, &dy, &dx},
+            [&] { kernels::leaky_relu_backward(in(&x), in(&dy), slope, out(&dx), x.numel()); });
 }
 
 }  // namespace dtrain::ops

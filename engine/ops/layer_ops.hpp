@@ -7,6 +7,7 @@
 
 #include <span>
 
+#include "engine/kernels/eltwise.hpp"
 #include "engine/kernels/merge.hpp"
 #include "engine/ops/context.hpp"
 #include "engine/tensor.hpp"
@@ -103,5 +104,28 @@ void concatenate_backward(const Context& ctx, const Tensor& dy, std::span<const 
 // backward: dx (n, h, w, c) := the middle of dy (y's shape).
 void zero_pad2d(const Context& ctx, const Tensor& x, int64_t ph, int64_t pw, Tensor& y);
 void zero_pad2d_backward(const Context& ctx, const Tensor& dy, int64_t ph, int64_t pw, Tensor& dx);
+
+// Activations, float32, every tensor of one shape (the op "activation";
+// kernels/activation.hpp and oneDNN's kernels/eltwise.hpp on the CPU, the
+// CUDA module's on a GPU). relu: y := x if x > 0, else 0; its backward
+// dx := dy where y > 0, else 0 (also the mask of a conv2d fused with relu).
+// softmax over the last dimension and its backward from y. eltwise: gelu
+// (no GPU kernel: refused on cuda by the support table), tanh, sigmoid; its
+// backward reads `saved`, x for gelu and y for tanh and sigmoid. dx may share
+// dy's storage (every kernel reads an element, or a row, of dy before
+// writing it), never x's or y's.
+void relu_forward(const Context& ctx, const Tensor& x, Tensor& y);
+void relu_backward(const Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx);
+void softmax_forward(const Context& ctx, const Tensor& x, Tensor& y);
+void softmax_backward(const Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx);
+void eltwise_forward(const Context& ctx, kernels::EltwiseKind kind, const Tensor& x, Tensor& y);
+void eltwise_backward(const Context& ctx, kernels::EltwiseKind kind, const Tensor& saved, const Tensor& dy,
+                      Tensor& dx);
+
+// Leaky relu (kernels/activation.hpp), float32 (its own op, "leaky_relu"):
+// y := x if x > 0, else slope x; dx := dy if x > 0, else slope dy (dx may
+// share dy's storage).
+void leaky_relu_forward(const Context& ctx, const Tensor& x, float slope, Tensor& y);
+void leaky_relu_backward(const Context& ctx, const Tensor& x, const Tensor& dy, float slope, Tensor& dx);
 
 }  // namespace dtrain::ops

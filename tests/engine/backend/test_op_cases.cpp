@@ -1,6 +1,6 @@
 // One small case per op of the losses, of multi_head_attention's dropout and
-// gradient sums and of the layers' loops (embeddings, merges, padding;
-// ops/loss_ops.hpp, ops/layer_ops.hpp), on every backend
+// gradient sums and of the layers' loops (embeddings, merges, padding,
+// activations; ops/loss_ops.hpp, ops/layer_ops.hpp), on every backend
 // present (cpu and debug), each against an independent computation written
 // here from the op's contract, with a tolerance per op (ggml's
 // test-backend-ops). The CPU kernels sum in double in the order the references
@@ -204,9 +204,9 @@ TEST_CASE("op attention_add_input_grads: dx += a + b, or dx += a without b") {
 }
 
 // The layers' loops. Copies, selects and one float operation per element are
-// exact (tolerance 0); sums and products of several inputs are checked
-// against double references within a few float roundings.
-constexpr double kExact = 0.0, kFloatSum = 1e-6;
+// exact (tolerance 0); sums and products of several inputs, exp, tanh and erf
+// are checked against double references within a float rounding or a few.
+constexpr double kExact = 0.0, kFloatSum = 1e-6, kTranscendental = 2e-6;
 
 // CHECKs got against want element by element within tol (absolute; the
 // values here are O(1)), NaN only where want is NaN.
@@ -381,6 +381,95 @@ TEST_CASE("op pad: zero_pad2d frames the image with zeros; its backward crops th
     Tensor y = Tensor::empty(dy.shape(), DType::f32, d), dx = Tensor::empty(x.shape(), DType::f32, d);
     ops::zero_pad2d(ctx, x.to(d), 1, 2, y);
     ops::zero_pad2d_backward(ctx, dy.to(d), 1, 2, dx);
+    check_values("y", y.to_vector(), want_y, kExact);
+    check_values("dx", dx.to_vector(), want_dx, kExact);
+  }
+}
+
+TEST_CASE("op activation: relu, softmax over the last dimension, gelu, tanh and sigmoid, and their backwards") {
+  const Tensor x = values({3, 4}, 27, -3.0f, 3.0f), dy = values({3, 4}, 28, -1.0f, 1.0f);
+  for (const Device& d : devices()) {
+    INFO(d.str());
+    const ops::Context ctx{d, DType::f32};
+    const Tensor xd = x.to(d), dyd = dy.to(d);
+    Tensor y = Tensor::empty(x.shape(), DType::f32, d), dx = Tensor::empty(x.shape(), DType::f32, d);
+    std::vector<double> want_y, want_dx;
+
+    // relu: exact selects (backward from y).
+    ops::relu_forward(ctx, xd, y);
+    ops::relu_backward(ctx, y, dyd, dx);
+    for (int64_t i = 0; i < 12; ++i) {
+      want_y.push_back(x[i] > 0 ? x[i] : 0.0);
+      want_dx.push_back(x[i] > 0 ? dy[i] : 0.0);
+    }
+    check_values("relu y", y.to_vector(), want_y, kExact);
+    check_values("relu dx", dx.to_vector(), want_dx, kExact);
+
+    // softmax per row of 4; dx = y (dy - sum(dy y)).
+    want_y.clear();
+    want_dx.clear();
+    for (int64_t r = 0; r < 3; ++r) {
+      const std::vector<double> ls = log_softmax(x.data() + r * 4, 4);
+      double dot = 0;
+      for (int64_t j = 0; j < 4; ++j) dot += dy[r * 4 + j] * std::exp(ls[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < 4; ++j) {
+        const double p = std::exp(ls[static_cast<size_t>(j)]);
+        want_y.push_back(p);
+        want_dx.push_back(p * (dy[r * 4 + j] - dot));
+      }
+    }
+    ops::softmax_forward(ctx, xd, y);
+    ops::softmax_backward(ctx, y, dyd, dx);
+    check_values("softmax y", y.to_vector(), want_y, kTranscendental);
+    check_values("softmax dx", dx.to_vector(), want_dx, kTranscendental);
+
+    // gelu x Phi(x) (backward from x), tanh and sigmoid (backward from y).
+    struct Fn {
+      kernels::EltwiseKind kind;
+      const char* name;
+      double (*f)(double);
+      double (*df)(double);  // f'(x)
+    };
+    const Fn fns[] = {
+        {kernels::EltwiseKind::kGelu, "gelu", [](double v) { return v * 0.5 * std::erfc(-v / std::sqrt(2.0)); },
+         [](double v) {
+           return 0.5 * std::erfc(-v / std::sqrt(2.0)) + v * std::exp(-v * v / 2) / std::sqrt(2 * 3.14159265358979323846);
+         }},
+        {kernels::EltwiseKind::kTanh, "tanh", [](double v) { return std::tanh(v); },
+         [](double v) { return 1 - std::tanh(v) * std::tanh(v); }},
+        {kernels::EltwiseKind::kSigmoid, "sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); },
+         [](double v) { return std::exp(-v) / ((1 + std::exp(-v)) * (1 + std::exp(-v))); }},
+    };
+    for (const Fn& fn : fns) {
+      want_y.clear();
+      want_dx.clear();
+      for (int64_t i = 0; i < 12; ++i) {
+        want_y.push_back(fn.f(x[i]));
+        want_dx.push_back(dy[i] * fn.df(x[i]));
+      }
+      ops::eltwise_forward(ctx, fn.kind, xd, y);
+      ops::eltwise_backward(ctx, fn.kind, fn.kind == kernels::EltwiseKind::kGelu ? xd : y, dyd, dx);
+      check_values(fmt::format("{} y", fn.name), y.to_vector(), want_y, kTranscendental);
+      check_values(fmt::format("{} dx", fn.name), dx.to_vector(), want_dx, kTranscendental);
+    }
+  }
+}
+
+TEST_CASE("op leaky_relu: x or slope x, and dy or slope dy, by the sign of x") {
+  // Tolerance 0: one float multiply per element, as the reference.
+  const Tensor x = values({2, 6}, 29, -2.0f, 2.0f), dy = values({2, 6}, 30, -1.0f, 1.0f);
+  const float slope = 0.3f;
+  std::vector<double> want_y, want_dx;
+  for (int64_t i = 0; i < 12; ++i) {
+    want_y.push_back(x[i] > 0 ? x[i] : slope * x[i]);
+    want_dx.push_back(x[i] > 0 ? dy[i] : slope * dy[i]);
+  }
+  for (const Device& d : devices()) {
+    INFO(d.str());
+    const ops::Context ctx{d, DType::f32};
+    Tensor y = Tensor::empty(x.shape(), DType::f32, d), dx = Tensor::empty(x.shape(), DType::f32, d);
+    ops::leaky_relu_forward(ctx, x.to(d), slope, y);
+    ops::leaky_relu_backward(ctx, x.to(d), dy.to(d), slope, dx);
     check_values("y", y.to_vector(), want_y, kExact);
     check_values("dx", dx.to_vector(), want_dx, kExact);
   }
