@@ -1,6 +1,7 @@
-// Activations: relu and softmax as plain loops split over the OpenMP team,
-// gelu/tanh/sigmoid through oneDNN's vectorised eltwise kernels; on a GPU
-// the cuda backend's kernels (all but gelu, which the support table refuses).
+// Activations as ops (ops::relu_forward, softmax_forward, eltwise_forward and
+// their backwards): relu and softmax plain loops, gelu/tanh/sigmoid oneDNN's
+// eltwise kernels; on a GPU the cuda backend's kernels (all but gelu, which
+// the support table refuses).
 #include "engine/layers/activation.hpp"
 
 #include <fmt/format.h>
@@ -8,13 +9,10 @@
 #include <algorithm>
 #include <cassert>
 
-#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/eltwise.hpp"
-#include "engine/kernels/parallel.hpp"
-#include "engine/kernels/softmax.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/layers/registry.hpp"
-#include "engine/ops/dispatch.hpp"
+#include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {
 
@@ -26,20 +24,6 @@ kernels::EltwiseKind eltwise_of(ActivationKind k) {
     case ActivationKind::kTanh: return kernels::EltwiseKind::kTanh;
     default: return kernels::EltwiseKind::kSigmoid;
   }
-}
-
-// Row by row (kernels/softmax.hpp), the rows split over the OpenMP team.
-void softmax_rows(const float* x, float* y, int64_t rows, int64_t n) {
-  kernels::parallel_ranges(rows, n, [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) kernels::softmax_row(x + r * n, y + r * n, n, n);
-  });
-}
-
-// dx = y * (dy - sum(dy * y)) per row.
-void softmax_backward_rows(const float* y, const float* dy, float* dx, int64_t rows, int64_t n) {
-  kernels::parallel_ranges(rows, n, [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) kernels::softmax_backward_row(y + r * n, dy + r * n, dx + r * n, n);
-  });
 }
 
 }  // namespace
@@ -73,25 +57,12 @@ Result<Shape> Activation::build(const Shape& input) {
 void Activation::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor& x, Tensor& y,
                          LayerCache&) const {
   prepare_output(y, x.shape(), {&x});
-  ops::on_device(*ctx.ops, "activation", {&x, &y}, [&] { forward_kernel(x, y); },
-                 [&] { forward_gpu(ctx.ops->device, x, y); });
-}
-
-void Activation::forward_kernel(const Tensor& x, Tensor& y) const {
-  const auto* in = static_cast<const float*>(x.raw());
-  auto* out = static_cast<float*>(y.raw());
-  const int64_t n = x.numel();
   switch (kind_) {
-    case ActivationKind::kRelu:
-      // Memory-bound: split large tensors over oneDNN's OpenMP threads.
-#pragma omp parallel for simd schedule(static) if (n >= kernels::kParallelElements)
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
-      break;
+    case ActivationKind::kRelu: return ops::relu_forward(*ctx.ops, x, y);
     case ActivationKind::kSoftmax:
-      softmax_rows(in, out, n / last_dim_, last_dim_);
-      break;
-    default:
-      kernels::eltwise_forward(eltwise_of(kind_), in, out, n);
+      assert(x.dim(-1) == last_dim_);
+      return ops::softmax_forward(*ctx.ops, x, y);
+    default: return ops::eltwise_forward(*ctx.ops, eltwise_of(kind_), x, y);
   }
 }
 
@@ -99,37 +70,14 @@ void Activation::backward(const ForwardContext& ctx, std::span<const Tensor>, st
                           const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache&) const {
   if (dx == nullptr) return;
   assert(dy.numel() == x.numel() && y.numel() == x.numel());
-  // dx may share storage with dy (every kernel below is elementwise or reads
-  // a row of dy before writing it), but not with x or y.
+  // dx may share storage with dy (every kernel is elementwise or reads a row
+  // of dy before writing it), but not with x or y.
   prepare_output(*dx, x.shape(), {&x, &y});
-  ops::on_device(*ctx.ops, "activation_backward", {&x, &y, &dy, dx}, [&] { backward_kernel(x, y, dy, *dx); },
-                 [&] { backward_gpu(ctx.ops->device, y, dy, *dx); });
-}
-
-void Activation::backward_kernel(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const {
-  const int64_t n = x.numel();
-  const auto* g = static_cast<const float*>(dy.raw());
-  auto* out = static_cast<float*>(dx.raw());
-  const auto* xp = static_cast<const float*>(x.raw());
-  const auto* yp = static_cast<const float*>(y.raw());
   switch (kind_) {
-    case ActivationKind::kRelu: {
-      // Both loads are unconditional so the select vectorises (no branch).
-#pragma omp parallel for simd schedule(static) if (n >= kernels::kParallelElements)
-      for (int64_t i = 0; i < n; ++i) {
-        const float gi = g[i];
-        out[i] = yp[i] > 0.0f ? gi : 0.0f;
-      }
-      break;
-    }
-    case ActivationKind::kSoftmax:
-      softmax_backward_rows(yp, g, out, n / last_dim_, last_dim_);
-      break;
-    case ActivationKind::kGelu:
-      kernels::eltwise_backward(kernels::EltwiseKind::kGelu, xp, g, out, n);
-      break;
-    default:
-      kernels::eltwise_backward(eltwise_of(kind_), yp, g, out, n);
+    case ActivationKind::kRelu: return ops::relu_backward(*ctx.ops, y, dy, *dx);
+    case ActivationKind::kSoftmax: return ops::softmax_backward(*ctx.ops, y, dy, *dx);
+    case ActivationKind::kGelu: return ops::eltwise_backward(*ctx.ops, kernels::EltwiseKind::kGelu, x, dy, *dx);
+    default: return ops::eltwise_backward(*ctx.ops, eltwise_of(kind_), y, dy, *dx);
   }
 }
 
@@ -137,33 +85,6 @@ std::vector<std::string_view> Activation::ops() const {
   // gelu has no GPU kernel yet: its own op name lets the support table say so.
   if (kind_ == ActivationKind::kGelu) return {"activation", "gelu"};
   return {"activation"};
-}
-
-void Activation::forward_gpu(const Device& d, const Tensor& x, Tensor& y) const {
-  const auto* in = static_cast<const float*>(x.raw());
-  auto* out = static_cast<float*>(y.raw());
-  const int64_t n = x.numel();
-  switch (kind_) {
-    case ActivationKind::kRelu: return gpu::relu(d, in, out, n);
-    case ActivationKind::kSigmoid: return gpu::sigmoid(d, in, out, n);
-    case ActivationKind::kTanh: return gpu::tanh(d, in, out, n);
-    case ActivationKind::kSoftmax: return gpu::softmax(d, in, out, n / last_dim_, last_dim_);
-    case ActivationKind::kGelu: ops::no_backend("activation gelu", d);
-  }
-}
-
-void Activation::backward_gpu(const Device& d, const Tensor& y, const Tensor& dy, Tensor& dx) const {
-  const auto* yp = static_cast<const float*>(y.raw());
-  const auto* g = static_cast<const float*>(dy.raw());
-  auto* out = static_cast<float*>(dx.raw());
-  const int64_t n = y.numel();
-  switch (kind_) {
-    case ActivationKind::kRelu: return gpu::relu_grad(d, yp, g, out, n);
-    case ActivationKind::kSigmoid: return gpu::sigmoid_grad(d, yp, g, out, n);
-    case ActivationKind::kTanh: return gpu::tanh_grad(d, yp, g, out, n);
-    case ActivationKind::kSoftmax: return gpu::softmax_grad(d, yp, g, out, n / last_dim_, last_dim_);
-    case ActivationKind::kGelu: ops::no_backend("activation_backward gelu", d);
-  }
 }
 
 std::span<const Field> activation_fields() {

@@ -37,14 +37,8 @@ class Activation : public Layer {
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
 
  private:
-  // The CPU kernels (raw memory of the call's device).
-  void forward_kernel(const Tensor& x, Tensor& y) const;
-  void backward_kernel(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const;
-  // The GPU kernels (engine/backend/cuda) on cuda device d.
-  void forward_gpu(const Device& d, const Tensor& x, Tensor& y) const;
-  void backward_gpu(const Device& d, const Tensor& y, const Tensor& dy, Tensor& dx) const;
   ActivationKind kind_;
-  int64_t last_dim_ = 1;
+  int64_t last_dim_ = 1;  // softmax: the input's last dimension
 };
 
 // The activation layer's one option: its function (LayerSpec::activation).

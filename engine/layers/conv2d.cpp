@@ -5,11 +5,10 @@
 
 #include <cassert>
 
-#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/kernels/padding.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/layers/registry.hpp"
-#include "engine/ops/dispatch.hpp"
+#include "engine/ops/layer_ops.hpp"
 #include "engine/ops/library.hpp"
 
 namespace dtrain {
@@ -97,17 +96,7 @@ void Conv2D::backward(const ForwardContext& ctx, std::span<const Tensor> params,
     // d(relu)/d(pre-activation) is 1 where the output is positive. The
     // scratch tensor shares storage with the cache (a handle copy).
     dy = cache.saved[0];
-    ops::on_device(*ctx.ops, "conv2d relu mask", {&dy_in, &y, &dy}, [&] {
-      const auto* g = static_cast<const float*>(dy_in.raw());
-      const auto* out = static_cast<const float*>(y.raw());
-      auto* masked = static_cast<float*>(dy.raw());
-      const int64_t n = dy.numel();
-#pragma omp parallel for simd schedule(static) if (n >= (1 << 16))
-      for (int64_t i = 0; i < n; ++i) masked[i] = out[i] > 0.0f ? g[i] : 0.0f;
-    }, [&] {
-      gpu::relu_grad(ctx.ops->device, static_cast<const float*>(y.raw()), static_cast<const float*>(dy_in.raw()),
-                     static_cast<float*>(dy.raw()), dy.numel());
-    });
+    ops::relu_backward(*ctx.ops, y, dy_in, dy);
   }
   assert(dy.rank() == 4 && dy.dim(0) == s.n && dy.dim(1) == s.oh && dy.dim(2) == s.ow && dy.dim(3) == s.oc);
   prepare_output(grads[0], {s.kh, s.kw, s.ic, s.oc}, {&x, &dy});

@@ -1,5 +1,5 @@
-// LeakyReLU: one elementwise loop each way, split over the OpenMP team; its
-// table row's options, factory and ONNX exporter.
+// LeakyReLU: one elementwise op each way (ops::leaky_relu_forward,
+// _backward); its table row's options, factory and ONNX exporter.
 #include "engine/layers/leaky_relu.hpp"
 
 #include <fmt/format.h>
@@ -7,23 +7,15 @@
 #include <cassert>
 
 #include "engine/export/onnx_layers.hpp"
-#include "engine/kernels/parallel.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/layers/registry.hpp"
-#include "engine/ops/dispatch.hpp"
+#include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {
 
 void LeakyReLU::forward(const ForwardContext& ctx, std::span<Tensor>, const Tensor& x, Tensor& y, LayerCache&) const {
   prepare_output(y, x.shape(), {&x});
-  ops::on_device(*ctx.ops, "leaky_relu", {&x, &y}, [&] {
-    const auto* in = static_cast<const float*>(x.raw());
-    auto* out = static_cast<float*>(y.raw());
-    const int64_t n = x.numel();
-    const float slope = slope_;
-#pragma omp parallel for simd schedule(static) if (n >= kernels::kParallelElements)
-    for (int64_t i = 0; i < n; ++i) out[i] = in[i] > 0.0f ? in[i] : slope * in[i];
-  });
+  ops::leaky_relu_forward(*ctx.ops, x, slope_, y);
 }
 
 void LeakyReLU::backward(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
@@ -31,18 +23,7 @@ void LeakyReLU::backward(const ForwardContext& ctx, std::span<const Tensor>, std
   if (dx == nullptr) return;
   assert(dy.numel() == x.numel());
   prepare_output(*dx, x.shape(), {&x});  // dx may share dy's storage: each element reads dy[i] before writing
-  ops::on_device(*ctx.ops, "leaky_relu_backward", {&x, &dy, dx}, [&] {
-    const auto* xp = static_cast<const float*>(x.raw());
-    const auto* g = static_cast<const float*>(dy.raw());
-    auto* out = static_cast<float*>(dx->raw());
-    const int64_t n = x.numel();
-    const float slope = slope_;
-#pragma omp parallel for simd schedule(static) if (n >= kernels::kParallelElements)
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      out[i] = xp[i] > 0.0f ? gi : slope * gi;
-    }
-  });
+  ops::leaky_relu_backward(*ctx.ops, x, dy, slope_, *dx);
 }
 
 std::span<const Field> leaky_relu_fields() {

@@ -2,18 +2,17 @@
 // concatenation along one axis. Every output and input gradient is its own
 // buffer (never a view of dy): the model graph adds gradients of a value
 // used twice into one buffer, which must not be shared with another input's.
-// The elementwise loops split their elements over the OpenMP team.
+// The loops are ops (ops::merge_forward, concatenate_forward, ... over
+// kernels/merge.cpp).
 #include "engine/layers/merge.hpp"
 
 #include <fmt/format.h>
 
 #include <cassert>
-#include <cstring>
 
-#include "engine/kernels/parallel.hpp"
 #include "engine/layers/layer_util.hpp"
 #include "engine/layers/registry.hpp"
-#include "engine/ops/dispatch.hpp"
+#include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {
 
@@ -32,63 +31,21 @@ void MultiInputLayer::backward(const ForwardContext&, std::span<const Tensor>, s
 
 namespace {
 
-const float* in_f32(const Tensor& t) { return static_cast<const float*>(t.raw()); }
-float* out_f32(Tensor& t) { return static_cast<float*>(t.raw()); }
-
 std::string shapes_of(std::span<const Shape> inputs) {
   std::string s;
   for (size_t i = 0; i < inputs.size(); ++i) s += fmt::format("{}input {}: {}", i == 0 ? "" : ", ", i, shape_str(inputs[i]));
   return s;
 }
 
-// Merge's input gradients at elements [first, last).
-void merge_backward_range(MergeKind kind, std::span<const Tensor* const> xs, const Tensor& dy,
-                          std::span<Tensor* const> dxs, int64_t first, int64_t last) {
-  const int64_t n = last - first;
-  const float* g = in_f32(dy) + first;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (dxs[i] == nullptr) continue;
-    float* out = out_f32(*dxs[i]) + first;
-    switch (kind) {
-      case MergeKind::kAdd:
-        std::memcpy(out, g, static_cast<size_t>(n) * sizeof(float));
-        break;
-      case MergeKind::kSubtract: {
-        const float sign = i == 0 ? 1.0f : -1.0f;
-        for (int64_t e = 0; e < n; ++e) out[e] = sign * g[e];
-        break;
-      }
-      case MergeKind::kAverage: {
-        const float inv = 1.0f / static_cast<float>(xs.size());
-        for (int64_t e = 0; e < n; ++e) out[e] = g[e] * inv;
-        break;
-      }
-      case MergeKind::kMultiply:
-        // d/dx_i prod_j x_j = prod_{j != i} x_j, in input order.
-        std::memcpy(out, g, static_cast<size_t>(n) * sizeof(float));
-        for (size_t j = 0; j < xs.size(); ++j) {
-          if (j == i) continue;
-          const float* x = in_f32(*xs[j]) + first;
-          for (int64_t e = 0; e < n; ++e) out[e] *= x[e];
-        }
-        break;
-      case MergeKind::kMaximum:
-        // The gradient goes to the first input holding the maximum.
-        for (int64_t e = first; e < last; ++e) {
-          size_t arg = 0;
-          float best = in_f32(*xs[0])[e];
-          for (size_t j = 1; j < xs.size(); ++j) {
-            const float v = in_f32(*xs[j])[e];
-            if (v > best) {
-              best = v;
-              arg = j;
-            }
-          }
-          out[e - first] = arg == i ? g[e - first] : 0.0f;
-        }
-        break;
-    }
+kernels::MergeOp merge_op(MergeKind k) {
+  switch (k) {
+    case MergeKind::kAdd: return kernels::MergeOp::kAdd;
+    case MergeKind::kSubtract: return kernels::MergeOp::kSubtract;
+    case MergeKind::kMultiply: return kernels::MergeOp::kMultiply;
+    case MergeKind::kAverage: return kernels::MergeOp::kAverage;
+    case MergeKind::kMaximum: return kernels::MergeOp::kMaximum;
   }
+  return kernels::MergeOp::kAdd;
 }
 
 }  // namespace
@@ -117,36 +74,7 @@ Result<Shape> Merge::build_inputs(std::span<const Shape> inputs) {
 void Merge::forward_inputs(const ForwardContext& ctx, std::span<Tensor>, std::span<const Tensor* const> xs, Tensor& y,
                            LayerCache&) const {
   prepare_output(y, xs[0]->shape(), xs);
-  ops::on_device(*ctx.ops, type().c_str(), {xs[0], &y}, [&] {
-    float* y0 = out_f32(y);
-    kernels::parallel_ranges(y.numel(), static_cast<int64_t>(xs.size()), [&](int64_t first, int64_t last) {
-      const int64_t n = last - first;
-      float* out = y0 + first;
-      std::memcpy(out, in_f32(*xs[0]) + first, static_cast<size_t>(n) * sizeof(float));
-      for (size_t i = 1; i < xs.size(); ++i) {
-        const float* x = in_f32(*xs[i]) + first;
-        switch (kind_) {
-          case MergeKind::kAdd:
-          case MergeKind::kAverage:
-            for (int64_t e = 0; e < n; ++e) out[e] += x[e];
-            break;
-          case MergeKind::kSubtract:
-            for (int64_t e = 0; e < n; ++e) out[e] -= x[e];
-            break;
-          case MergeKind::kMultiply:
-            for (int64_t e = 0; e < n; ++e) out[e] *= x[e];
-            break;
-          case MergeKind::kMaximum:
-            for (int64_t e = 0; e < n; ++e) out[e] = x[e] > out[e] ? x[e] : out[e];
-            break;
-        }
-      }
-      if (kind_ == MergeKind::kAverage) {
-        const float inv = 1.0f / static_cast<float>(xs.size());
-        for (int64_t e = 0; e < n; ++e) out[e] *= inv;
-      }
-    });
-  });
+  ops::merge_forward(*ctx.ops, merge_op(kind_), xs, y);
 }
 
 void Merge::backward_inputs(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>,
@@ -155,11 +83,7 @@ void Merge::backward_inputs(const ForwardContext& ctx, std::span<const Tensor>, 
   for (Tensor* dx : dxs) {
     if (dx != nullptr) prepare_output(*dx, xs[0]->shape(), {&dy});
   }
-  ops::on_device(*ctx.ops, "merge_backward", {&dy, xs[0]}, [&] {
-    kernels::parallel_ranges(dy.numel(), static_cast<int64_t>(xs.size()), [&](int64_t first, int64_t last) {
-      merge_backward_range(kind_, xs, dy, dxs, first, last);
-    });
-  });
+  ops::merge_backward(*ctx.ops, merge_op(kind_), xs, dy, dxs);
 }
 
 Result<Shape> Concatenate::build_inputs(std::span<const Shape> inputs) {
@@ -194,18 +118,7 @@ void Concatenate::forward_inputs(const ForwardContext& ctx, std::span<Tensor>, s
   Shape shape = xs[0]->shape();
   shape[static_cast<size_t>(resolved_axis_) + 1] = out_width_ / inner_;
   prepare_output(y, shape, xs);
-  ops::on_device(*ctx.ops, "concatenate", {xs[0], &y}, [&] {
-    // Outer blocks: the batch and the dims before the axis.
-    const int64_t outer = y.numel() / out_width_;
-    float* out = out_f32(y);
-    for (int64_t o = 0; o < outer; ++o) {
-      int64_t at = o * out_width_;
-      for (size_t i = 0; i < xs.size(); ++i) {
-        std::memcpy(out + at, in_f32(*xs[i]) + o * widths_[i], static_cast<size_t>(widths_[i]) * sizeof(float));
-        at += widths_[i];
-      }
-    }
-  });
+  ops::concatenate_forward(*ctx.ops, xs, widths_, y);
 }
 
 void Concatenate::backward_inputs(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>,
@@ -214,19 +127,7 @@ void Concatenate::backward_inputs(const ForwardContext& ctx, std::span<const Ten
   for (size_t i = 0; i < xs.size(); ++i) {
     if (dxs[i] != nullptr) prepare_output(*dxs[i], xs[i]->shape(), {&dy});
   }
-  ops::on_device(*ctx.ops, "concatenate_backward", {&dy}, [&] {
-    const int64_t outer = dy.numel() / out_width_;
-    const float* g = in_f32(dy);
-    for (int64_t o = 0; o < outer; ++o) {
-      int64_t at = o * out_width_;
-      for (size_t i = 0; i < xs.size(); ++i) {
-        if (dxs[i] != nullptr) {
-          std::memcpy(out_f32(*dxs[i]) + o * widths_[i], g + at, static_cast<size_t>(widths_[i]) * sizeof(float));
-        }
-        at += widths_[i];
-      }
-    }
-  });
+  ops::concatenate_backward(*ctx.ops, dy, widths_, dxs);
 }
 
 std::span<const Field> add_fields() {

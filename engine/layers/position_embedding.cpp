@@ -1,15 +1,15 @@
-// Position embedding: a broadcast add forward, a sum over examples backward.
+// Position embedding: a broadcast add forward, a sum over examples backward
+// (ops::position_embedding_forward, _backward).
 #include "engine/layers/position_embedding.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cassert>
 #include <vector>
 
 #include "engine/layers/layer_util.hpp"
 #include "engine/layers/registry.hpp"
-#include "engine/ops/dispatch.hpp"
+#include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {
 
@@ -37,40 +37,16 @@ std::vector<ParamSpec> PositionEmbedding::params() const {
 
 void PositionEmbedding::forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                                 LayerCache&) const {
-  const int64_t block = steps_ * channels_;  // one (T, C) sequence
   assert(x.dim(-1) == channels_ && x.dim(-2) == steps_);
-  const int64_t sequences = x.numel() / block;
   prepare_output(y, x.shape(), {&x, &params[0]});
-  ops::on_device(*ctx.ops, "position_embedding", {&x, &params[0], &y}, [&] {
-    const auto* xp = static_cast<const float*>(x.raw());
-    const auto* table = static_cast<const float*>(params[0].raw());  // rows [0, T) are the first block
-    auto* yp = static_cast<float*>(y.raw());
-    for (int64_t s = 0; s < sequences; ++s) {
-      const float* in = xp + s * block;
-      float* out = yp + s * block;
-      for (int64_t i = 0; i < block; ++i) out[i] = in[i] + table[i];
-    }
-  });
+  ops::position_embedding_forward(*ctx.ops, x, params[0], y);
 }
 
 void PositionEmbedding::backward(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor> grads,
                                  const Tensor&, const Tensor&, const Tensor& dy, Tensor* dx,
                                  const LayerCache&) const {
-  const int64_t block = steps_ * channels_;
-  const int64_t sequences = dy.numel() / block;
   prepare_output(grads[0], {sequence_length_, channels_}, {&dy});
-  ops::on_device(*ctx.ops, "position_embedding_backward", {&dy, &grads[0]}, [&] {
-    const auto* g = static_cast<const float*>(dy.raw());
-    auto* table = static_cast<float*>(grads[0].raw());
-    // Sum in double, example order, then store: deterministic.
-    std::vector<double> sum(static_cast<size_t>(block), 0.0);
-    for (int64_t s = 0; s < sequences; ++s) {
-      const float* gs = g + s * block;
-      for (int64_t i = 0; i < block; ++i) sum[static_cast<size_t>(i)] += gs[i];
-    }
-    for (int64_t i = 0; i < block; ++i) table[i] = static_cast<float>(sum[static_cast<size_t>(i)]);
-    std::fill(table + block, table + sequence_length_ * channels_, 0.0f);
-  });
+  ops::position_embedding_backward(*ctx.ops, dy, grads[0]);
   if (dx != nullptr) *dx = dy;
 }
 

@@ -1,14 +1,12 @@
 // ZeroPadding2D: a copy into the middle of a zeroed output, and the matching
-// crop of dy in backward.
+// crop of dy in backward (ops::zero_pad2d, _backward).
 #include "engine/layers/zero_padding2d.hpp"
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "engine/layers/layer_util.hpp"
 #include "engine/layers/registry.hpp"
-#include "engine/ops/dispatch.hpp"
+#include "engine/ops/layer_ops.hpp"
 
 namespace dtrain {
 
@@ -26,36 +24,14 @@ void ZeroPadding2D::forward(const ForwardContext& ctx, std::span<Tensor>, const 
                             LayerCache&) const {
   const int64_t n = x.dim(0);
   prepare_output(y, with_batch(n, out_), {&x});
-  ops::on_device(*ctx.ops, "zero_padding2d", {&x, &y}, [&] {
-    const auto* in = static_cast<const float*>(x.raw());
-    auto* out = static_cast<float*>(y.raw());
-    std::memset(out, 0, static_cast<size_t>(y.numel()) * sizeof(float));
-    const int64_t row_in = in_[1] * in_[2], row_out = out_[1] * out_[2];
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t h = 0; h < in_[0]; ++h) {
-        std::memcpy(out + (b * out_[0] + h + pad_h_) * row_out + pad_w_ * out_[2], in + (b * in_[0] + h) * row_in,
-                    static_cast<size_t>(row_in) * sizeof(float));
-      }
-    }
-  });
+  ops::zero_pad2d(*ctx.ops, x, pad_h_, pad_w_, y);
 }
 
 void ZeroPadding2D::backward(const ForwardContext& ctx, std::span<const Tensor>, std::span<Tensor>, const Tensor& x,
                              const Tensor&, const Tensor& dy, Tensor* dx, const LayerCache&) const {
   if (dx == nullptr) return;
-  const int64_t n = x.dim(0);
   prepare_output(*dx, x.shape(), {&dy});
-  ops::on_device(*ctx.ops, "zero_padding2d_backward", {&dy, dx}, [&] {
-    const auto* g = static_cast<const float*>(dy.raw());
-    auto* out = static_cast<float*>(dx->raw());
-    const int64_t row_in = in_[1] * in_[2], row_out = out_[1] * out_[2];
-    for (int64_t b = 0; b < n; ++b) {
-      for (int64_t h = 0; h < in_[0]; ++h) {
-        std::memcpy(out + (b * in_[0] + h) * row_in, g + (b * out_[0] + h + pad_h_) * row_out + pad_w_ * out_[2],
-                    static_cast<size_t>(row_in) * sizeof(float));
-      }
-    }
-  });
+  ops::zero_pad2d_backward(*ctx.ops, dy, pad_h_, pad_w_, *dx);
 }
 
 std::span<const Field> zero_padding2d_fields() {

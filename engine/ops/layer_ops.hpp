@@ -5,6 +5,10 @@
 // table (ops/support.cpp). Outputs are allocated by the caller.
 #pragma once
 
+#include <span>
+
+#include "engine/kernels/eltwise.hpp"
+#include "engine/kernels/merge.hpp"
 #include "engine/ops/context.hpp"
 #include "engine/tensor.hpp"
 
@@ -65,5 +69,63 @@ void attention_add_input_grads(const Context& ctx, Tensor& dx, const Tensor& a, 
 // The dropout layer and multi_head_attention's dropout of probabilities.
 void dropout(const Context& ctx, const Tensor& x, uint64_t key, int64_t example_offset, float rate, Tensor& mask,
              Tensor& y);
+
+// Embedding (kernels/embedding.hpp): y (ids..., d) := the row of table
+// (rows, d) that each id of ids (int32, or float32 holding integers) picks,
+// NaN for an id not in [0, rows); its backward: dtable (rows, d) := dy's rows
+// (ids..., d) summed into the rows their ids pick, in token order, and
+// dids := 0 when not null (ids have no gradient).
+void embedding_forward(const Context& ctx, const Tensor& ids, const Tensor& table, Tensor& y);
+void embedding_backward(const Context& ctx, const Tensor& ids, const Tensor& dy, Tensor& dtable, Tensor* dids);
+
+// Position embedding (kernels/embedding.hpp), float32: x, y (..., steps, c),
+// y := x + rows [0, steps) of table (length, c) for every sequence; its
+// backward: dtable (length, c) := dy summed over the sequences (in double,
+// in order) in rows [0, steps), 0 in the rows after them.
+void position_embedding_forward(const Context& ctx, const Tensor& x, const Tensor& table, Tensor& y);
+void position_embedding_backward(const Context& ctx, const Tensor& dy, Tensor& dtable);
+
+// The merge layers (kernels/merge.hpp), float32 (the op "merge" of the
+// support table). merge_forward: y := xs[0] op ... op xs[k-1], all of one
+// shape; merge_backward: dxs[i] (xs[i]'s shape, or null) := input i's
+// gradient given dy. concatenate_forward: y (outer, sum of widths) := the
+// inputs (outer, widths[i]) side by side, outer = y.numel() / sum of widths;
+// concatenate_backward: dxs[i] (or null) := its columns of dy.
+void merge_forward(const Context& ctx, kernels::MergeOp op, std::span<const Tensor* const> xs, Tensor& y);
+void merge_backward(const Context& ctx, kernels::MergeOp op, std::span<const Tensor* const> xs, const Tensor& dy,
+                    std::span<Tensor* const> dxs);
+void concatenate_forward(const Context& ctx, std::span<const Tensor* const> xs, std::span<const int64_t> widths,
+                         Tensor& y);
+void concatenate_backward(const Context& ctx, const Tensor& dy, std::span<const int64_t> widths,
+                          std::span<Tensor* const> dxs);
+
+// Zero padding (kernels/zero_padding.hpp), float32 (the op "pad"): y
+// (n, h + 2 ph, w + 2 pw, c) := x (n, h, w, c) framed by zeros; its
+// backward: dx (n, h, w, c) := the middle of dy (y's shape).
+void zero_pad2d(const Context& ctx, const Tensor& x, int64_t ph, int64_t pw, Tensor& y);
+void zero_pad2d_backward(const Context& ctx, const Tensor& dy, int64_t ph, int64_t pw, Tensor& dx);
+
+// Activations, float32, every tensor of one shape (the op "activation";
+// kernels/activation.hpp and oneDNN's kernels/eltwise.hpp on the CPU, the
+// CUDA module's on a GPU). relu: y := x if x > 0, else 0; its backward
+// dx := dy where y > 0, else 0 (also the mask of a conv2d fused with relu).
+// softmax over the last dimension and its backward from y. eltwise: gelu
+// (no GPU kernel: refused on cuda by the support table), tanh, sigmoid; its
+// backward reads `saved`, x for gelu and y for tanh and sigmoid. dx may share
+// dy's storage (every kernel reads an element, or a row, of dy before
+// writing it), never x's or y's.
+void relu_forward(const Context& ctx, const Tensor& x, Tensor& y);
+void relu_backward(const Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx);
+void softmax_forward(const Context& ctx, const Tensor& x, Tensor& y);
+void softmax_backward(const Context& ctx, const Tensor& y, const Tensor& dy, Tensor& dx);
+void eltwise_forward(const Context& ctx, kernels::EltwiseKind kind, const Tensor& x, Tensor& y);
+void eltwise_backward(const Context& ctx, kernels::EltwiseKind kind, const Tensor& saved, const Tensor& dy,
+                      Tensor& dx);
+
+// Leaky relu (kernels/activation.hpp), float32 (its own op, "leaky_relu"):
+// y := x if x > 0, else slope x; dx := dy if x > 0, else slope dy (dx may
+// share dy's storage).
+void leaky_relu_forward(const Context& ctx, const Tensor& x, float slope, Tensor& y);
+void leaky_relu_backward(const Context& ctx, const Tensor& x, const Tensor& dy, float slope, Tensor& dx);
 
 }  // namespace dtrain::ops

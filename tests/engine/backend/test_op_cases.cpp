@@ -1,5 +1,6 @@
-// One small case per op of the losses and of multi_head_attention's dropout
-// and gradient sums (ops/loss_ops.hpp, ops/layer_ops.hpp), on every backend
+// One small case per op of the losses, of multi_head_attention's dropout and
+// gradient sums and of the layers' loops (embeddings, merges, padding,
+// activations; ops/loss_ops.hpp, ops/layer_ops.hpp), on every backend
 // present (cpu and debug), each against an independent computation written
 // here from the op's contract, with a tolerance per op (ggml's
 // test-backend-ops). The CPU kernels sum in double in the order the references
@@ -8,8 +9,10 @@
 #include <doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "engine/ops/layer_ops.hpp"
@@ -197,6 +200,278 @@ TEST_CASE("op attention_add_input_grads: dx += a + b, or dx += a without b") {
       CHECK(got_both[static_cast<size_t>(i)] == dx[i] + (a[i] + b[i]));
       CHECK(got_one[static_cast<size_t>(i)] == dx[i] + a[i]);
     }
+  }
+}
+
+// The layers' loops. Copies, selects and one float operation per element are
+// exact (tolerance 0); sums and products of several inputs, exp, tanh and erf
+// are checked against double references within a float rounding or a few.
+constexpr double kExact = 0.0, kFloatSum = 1e-6, kTranscendental = 2e-6;
+
+// CHECKs got against want element by element within tol (absolute; the
+// values here are O(1)), NaN only where want is NaN.
+void check_values(const std::string& what, const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(what << " element " << i << ": " << got[i] << " want " << want[i]);
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(got[i]));
+    } else {
+      CHECK(std::fabs(got[i] - want[i]) <= tol);
+    }
+  }
+}
+
+TEST_CASE("op embedding: rows gathered by id, NaN for a bad id; backward sums dy's rows into the rows picked") {
+  // A table of 4 rows of 3; ids 2, 0, 2, 7 (out of range), 1.5 (not an
+  // integer: int32 makes it 1), 3, as float32 and as int32.
+  const Tensor table = values({4, 3}, 13, -1.0f, 1.0f), dy = values({2, 3, 3}, 14, -1.0f, 1.0f);
+  const std::vector<float> id_values{2, 0, 2, 7, 1.5f, 3};
+  Tensor int_ids = Tensor::empty({2, 3}, DType::i32, kHost);
+  for (size_t i = 0; i < id_values.size(); ++i) int_ids.host_data<int32_t>()[i] = static_cast<int32_t>(id_values[i]);
+  const std::vector<int64_t> float_rows{2, 0, 2, -1, -1, 3}, int_rows{2, 0, 2, -1, 1, 3};
+  for (const Device& d : devices()) {
+    const ops::Context ctx{d, DType::f32};
+    for (const Tensor& ids : {Tensor::from({2, 3}, id_values), int_ids}) {
+      INFO(d.str() << (ids.dtype() == DType::i32 ? " int32 ids" : " float ids"));
+      const std::vector<int64_t>& rows = ids.dtype() == DType::i32 ? int_rows : float_rows;
+      std::vector<double> want_y, want_dtable(12, 0.0);
+      for (size_t t = 0; t < 6; ++t) {
+        for (int64_t j = 0; j < 3; ++j) {
+          const int64_t r = rows[t];
+          want_y.push_back(r >= 0 ? double{table[r * 3 + j]} : std::numeric_limits<double>::quiet_NaN());
+          if (r >= 0) want_dtable[static_cast<size_t>(r * 3 + j)] += dy[static_cast<int64_t>(t) * 3 + j];
+        }
+      }
+      Tensor y = Tensor::empty({2, 3, 3}, DType::f32, d), dtable = Tensor::empty({4, 3}, DType::f32, d),
+             dids = Tensor::empty({2, 3}, DType::f32, d);
+      ops::embedding_forward(ctx, ids.to(d), table.to(d), y);
+      ops::embedding_backward(ctx, ids.to(d), dy.to(d), dtable, &dids);
+      check_values("y", y.to_vector(), want_y, kExact);
+      check_values("dtable", dtable.to_vector(), want_dtable, kFloatSum);
+      check_values("dids", dids.to_vector(), std::vector<double>(6, 0.0), kExact);
+    }
+  }
+}
+
+TEST_CASE("op position_embedding: x + table[step]; backward sums dy over the sequences, 0 in later rows") {
+  // 2 sequences of 3 steps of 2 channels against a table of 5 rows.
+  const Tensor x = values({2, 3, 2}, 15, -1.0f, 1.0f), table = values({5, 2}, 16, -1.0f, 1.0f),
+               dy = values({2, 3, 2}, 17, -1.0f, 1.0f);
+  std::vector<double> want_y, want_dtable(10, 0.0);
+  for (int64_t i = 0; i < 12; ++i) {
+    want_y.push_back(double{x[i]} + table[i % 6]);
+    want_dtable[static_cast<size_t>(i % 6)] += dy[i];
+  }
+  for (const Device& d : devices()) {
+    INFO(d.str());
+    const ops::Context ctx{d, DType::f32};
+    Tensor y = Tensor::empty(x.shape(), DType::f32, d), dtable = Tensor::empty({5, 2}, DType::f32, d);
+    ops::position_embedding_forward(ctx, x.to(d), table.to(d), y);
+    ops::position_embedding_backward(ctx, dy.to(d), dtable);
+    check_values("y", y.to_vector(), want_y, kFloatSum);
+    check_values("dtable", dtable.to_vector(), want_dtable, kFloatSum);
+  }
+}
+
+TEST_CASE("op merge: add, subtract, multiply, average and maximum of the inputs, and their gradients") {
+  using kernels::MergeOp;
+  Tensor a = values({2, 5}, 18, -1.0f, 1.0f), b = values({2, 5}, 19, -1.0f, 1.0f), c = values({2, 5}, 20, -1.0f, 1.0f);
+  b[3] = a[3];  // a tie: the maximum's gradient goes to the first input holding it
+  const Tensor dy = values({2, 5}, 21, -1.0f, 1.0f);
+  const std::vector<const Tensor*> host{&a, &b, &c};
+  for (MergeOp op : {MergeOp::kAdd, MergeOp::kSubtract, MergeOp::kMultiply, MergeOp::kAverage, MergeOp::kMaximum}) {
+    const size_t k = op == MergeOp::kSubtract ? 2 : 3;
+    std::vector<double> want_y;
+    std::vector<std::vector<double>> want_dx(k);
+    for (int64_t e = 0; e < 10; ++e) {
+      std::vector<double> v;
+      for (size_t i = 0; i < k; ++i) v.push_back((*host[i])[e]);
+      const size_t arg = static_cast<size_t>(std::max_element(v.begin(), v.end()) - v.begin());  // the first maximum
+      double y = v[0], prod = 1;
+      for (size_t i = 1; i < k; ++i) y = op == MergeOp::kSubtract ? y - v[i] : y + v[i];
+      for (double x : v) prod *= x;
+      if (op == MergeOp::kAverage) y /= static_cast<double>(k);
+      if (op == MergeOp::kMultiply) y = prod;
+      if (op == MergeOp::kMaximum) y = v[arg];
+      want_y.push_back(y);
+      for (size_t i = 0; i < k; ++i) {
+        double g = dy[e];
+        if (op == MergeOp::kSubtract && i == 1) g = -g;
+        if (op == MergeOp::kAverage) g /= static_cast<double>(k);
+        if (op == MergeOp::kMultiply) g *= prod / v[i];
+        if (op == MergeOp::kMaximum && i != arg) g = 0;
+        want_dx[i].push_back(g);
+      }
+    }
+    for (const Device& d : devices()) {
+      INFO(d.str() << " merge op " << static_cast<int>(op));
+      const ops::Context ctx{d, DType::f32};
+      std::vector<Tensor> xs, dxs;
+      std::vector<const Tensor*> xp;
+      std::vector<Tensor*> dxp;
+      for (size_t i = 0; i < k; ++i) {
+        xs.push_back(host[i]->to(d));
+        dxs.push_back(Tensor::empty({2, 5}, DType::f32, d));
+      }
+      for (size_t i = 0; i < k; ++i) {
+        xp.push_back(&xs[i]);
+        dxp.push_back(i == 1 ? nullptr : &dxs[i]);  // an input without a gradient is skipped
+      }
+      Tensor y = Tensor::empty({2, 5}, DType::f32, d);
+      ops::merge_forward(ctx, op, xp, y);
+      ops::merge_backward(ctx, op, xp, dy.to(d), dxp);
+      check_values("y", y.to_vector(), want_y, kFloatSum);
+      for (size_t i = 0; i < k; ++i) {
+        if (i != 1) check_values(fmt::format("dx{}", i), dxs[i].to_vector(), want_dx[i], kFloatSum);
+      }
+    }
+  }
+}
+
+TEST_CASE("op concatenate: inputs side by side along the axis; backward hands each its columns of dy") {
+  // (2, 2, 3) and (2, 1, 3) along axis 1: widths 6 and 3 per outer index.
+  const Tensor a = values({2, 2, 3}, 22, -1.0f, 1.0f), b = values({2, 1, 3}, 23, -1.0f, 1.0f),
+               dy = values({2, 3, 3}, 24, -1.0f, 1.0f);
+  const std::vector<int64_t> widths{6, 3};
+  std::vector<double> want_y, want_da, want_db;
+  for (int64_t o = 0; o < 2; ++o) {
+    for (int64_t j = 0; j < 6; ++j) want_y.push_back(a[o * 6 + j]);
+    for (int64_t j = 0; j < 3; ++j) want_y.push_back(b[o * 3 + j]);
+    for (int64_t j = 0; j < 6; ++j) want_da.push_back(dy[o * 9 + j]);
+    for (int64_t j = 0; j < 3; ++j) want_db.push_back(dy[o * 9 + 6 + j]);
+  }
+  for (const Device& d : devices()) {
+    INFO(d.str());
+    const ops::Context ctx{d, DType::f32};
+    const Tensor ad = a.to(d), bd = b.to(d);
+    Tensor y = Tensor::empty({2, 3, 3}, DType::f32, d), da = Tensor::empty(a.shape(), DType::f32, d),
+           db = Tensor::empty(b.shape(), DType::f32, d);
+    const std::vector<const Tensor*> xs{&ad, &bd};
+    ops::concatenate_forward(ctx, xs, widths, y);
+    check_values("y", y.to_vector(), want_y, kExact);
+    const std::vector<Tensor*> both{&da, &db}, second{nullptr, &db};
+    ops::concatenate_backward(ctx, dy.to(d), widths, both);
+    check_values("da", da.to_vector(), want_da, kExact);
+    check_values("db", db.to_vector(), want_db, kExact);
+    db = Tensor::zeros(b.shape(), DType::f32, d);
+    ops::concatenate_backward(ctx, dy.to(d), widths, second);
+    check_values("db alone", db.to_vector(), want_db, kExact);
+  }
+}
+
+TEST_CASE("op pad: zero_pad2d frames the image with zeros; its backward crops the middle of dy") {
+  // (2, 2, 3, 2) padded by 1 row and 2 columns each side: (2, 4, 7, 2).
+  const Tensor x = values({2, 2, 3, 2}, 25, -1.0f, 1.0f), dy = values({2, 4, 7, 2}, 26, -1.0f, 1.0f);
+  std::vector<double> want_y, want_dx;
+  for (int64_t b = 0; b < 2; ++b) {
+    for (int64_t h = 0; h < 4; ++h) {
+      for (int64_t w = 0; w < 7; ++w) {
+        const bool inside = h >= 1 && h < 3 && w >= 2 && w < 5;
+        for (int64_t c = 0; c < 2; ++c) {
+          want_y.push_back(inside ? x[((b * 2 + h - 1) * 3 + w - 2) * 2 + c] : 0.0);
+          if (inside) want_dx.push_back(dy[((b * 4 + h) * 7 + w) * 2 + c]);
+        }
+      }
+    }
+  }
+  for (const Device& d : devices()) {
+    INFO(d.str());
+    const ops::Context ctx{d, DType::f32};
+    Tensor y = Tensor::empty(dy.shape(), DType::f32, d), dx = Tensor::empty(x.shape(), DType::f32, d);
+    ops::zero_pad2d(ctx, x.to(d), 1, 2, y);
+    ops::zero_pad2d_backward(ctx, dy.to(d), 1, 2, dx);
+    check_values("y", y.to_vector(), want_y, kExact);
+    check_values("dx", dx.to_vector(), want_dx, kExact);
+  }
+}
+
+TEST_CASE("op activation: relu, softmax over the last dimension, gelu, tanh and sigmoid, and their backwards") {
+  const Tensor x = values({3, 4}, 27, -3.0f, 3.0f), dy = values({3, 4}, 28, -1.0f, 1.0f);
+  for (const Device& d : devices()) {
+    INFO(d.str());
+    const ops::Context ctx{d, DType::f32};
+    const Tensor xd = x.to(d), dyd = dy.to(d);
+    Tensor y = Tensor::empty(x.shape(), DType::f32, d), dx = Tensor::empty(x.shape(), DType::f32, d);
+    std::vector<double> want_y, want_dx;
+
+    // relu: exact selects (backward from y).
+    ops::relu_forward(ctx, xd, y);
+    ops::relu_backward(ctx, y, dyd, dx);
+    for (int64_t i = 0; i < 12; ++i) {
+      want_y.push_back(x[i] > 0 ? x[i] : 0.0);
+      want_dx.push_back(x[i] > 0 ? dy[i] : 0.0);
+    }
+    check_values("relu y", y.to_vector(), want_y, kExact);
+    check_values("relu dx", dx.to_vector(), want_dx, kExact);
+
+    // softmax per row of 4; dx = y (dy - sum(dy y)).
+    want_y.clear();
+    want_dx.clear();
+    for (int64_t r = 0; r < 3; ++r) {
+      const std::vector<double> ls = log_softmax(x.data() + r * 4, 4);
+      double dot = 0;
+      for (int64_t j = 0; j < 4; ++j) dot += dy[r * 4 + j] * std::exp(ls[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < 4; ++j) {
+        const double p = std::exp(ls[static_cast<size_t>(j)]);
+        want_y.push_back(p);
+        want_dx.push_back(p * (dy[r * 4 + j] - dot));
+      }
+    }
+    ops::softmax_forward(ctx, xd, y);
+    ops::softmax_backward(ctx, y, dyd, dx);
+    check_values("softmax y", y.to_vector(), want_y, kTranscendental);
+    check_values("softmax dx", dx.to_vector(), want_dx, kTranscendental);
+
+    // gelu x Phi(x) (backward from x), tanh and sigmoid (backward from y).
+    struct Fn {
+      kernels::EltwiseKind kind;
+      const char* name;
+      double (*f)(double);
+      double (*df)(double);  // f'(x)
+    };
+    const Fn fns[] = {
+        {kernels::EltwiseKind::kGelu, "gelu", [](double v) { return v * 0.5 * std::erfc(-v / std::sqrt(2.0)); },
+         [](double v) {
+           return 0.5 * std::erfc(-v / std::sqrt(2.0)) + v * std::exp(-v * v / 2) / std::sqrt(2 * 3.14159265358979323846);
+         }},
+        {kernels::EltwiseKind::kTanh, "tanh", [](double v) { return std::tanh(v); },
+         [](double v) { return 1 - std::tanh(v) * std::tanh(v); }},
+        {kernels::EltwiseKind::kSigmoid, "sigmoid", [](double v) { return 1 / (1 + std::exp(-v)); },
+         [](double v) { return std::exp(-v) / ((1 + std::exp(-v)) * (1 + std::exp(-v))); }},
+    };
+    for (const Fn& fn : fns) {
+      want_y.clear();
+      want_dx.clear();
+      for (int64_t i = 0; i < 12; ++i) {
+        want_y.push_back(fn.f(x[i]));
+        want_dx.push_back(dy[i] * fn.df(x[i]));
+      }
+      ops::eltwise_forward(ctx, fn.kind, xd, y);
+      ops::eltwise_backward(ctx, fn.kind, fn.kind == kernels::EltwiseKind::kGelu ? xd : y, dyd, dx);
+      check_values(fmt::format("{} y", fn.name), y.to_vector(), want_y, kTranscendental);
+      check_values(fmt::format("{} dx", fn.name), dx.to_vector(), want_dx, kTranscendental);
+    }
+  }
+}
+
+TEST_CASE("op leaky_relu: x or slope x, and dy or slope dy, by the sign of x") {
+  // Tolerance 0: one float multiply per element, as the reference.
+  const Tensor x = values({2, 6}, 29, -2.0f, 2.0f), dy = values({2, 6}, 30, -1.0f, 1.0f);
+  const float slope = 0.3f;
+  std::vector<double> want_y, want_dx;
+  for (int64_t i = 0; i < 12; ++i) {
+    want_y.push_back(x[i] > 0 ? x[i] : slope * x[i]);
+    want_dx.push_back(x[i] > 0 ? dy[i] : slope * dy[i]);
+  }
+  for (const Device& d : devices()) {
+    INFO(d.str());
+    const ops::Context ctx{d, DType::f32};
+    Tensor y = Tensor::empty(x.shape(), DType::f32, d), dx = Tensor::empty(x.shape(), DType::f32, d);
+    ops::leaky_relu_forward(ctx, x.to(d), slope, y);
+    ops::leaky_relu_backward(ctx, x.to(d), dy.to(d), slope, dx);
+    check_values("y", y.to_vector(), want_y, kExact);
+    check_values("dx", dx.to_vector(), want_dx, kExact);
   }
 }
 
