@@ -103,7 +103,7 @@ sample_on_gpu() {  # NAME BELOW ABOVE RESUME_TOL
       note FAILED "$name on gpu:0" "$detail (allowed: gpu:0 from $below below to $above above cpu:0, $resume_tol on resume)"
       tail -5 "$log-gpu.log" "$log-cpu.log" "$log-gpu-ckpt-on-cpu.log"
     fi
-  elif [ -n "$no_gpu" ] && [ "$rc" -eq 2 ] && grep -q 'strategy.devices: gpu:0 cannot be used' "$log-gpu.log"; then
+  elif [ -n "$no_gpu" ] && [ "$rc" -eq 2 ] && grep -qE 'strategy\.devices(\[0\])?: gpu:0 cannot be used' "$log-gpu.log"; then
     skipped=$((skipped + 1)); note skipped "$name on gpu:0" "no GPU"
   else
     failed=$((failed + 1)); note FAILED "$name on gpu:0" "exit status $rc: $(tail -1 "$log-gpu.log")"
