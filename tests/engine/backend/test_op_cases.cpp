@@ -18,6 +18,7 @@
 #include "engine/ops/layer_ops.hpp"
 #include "engine/ops/loss_ops.hpp"
 #include "engine/rng.hpp"
+#include "tests/engine/backend/seeded_tensor.hpp"
 
 namespace dtrain {
 namespace {
@@ -34,15 +35,7 @@ constexpr OpTolerance kMse{1e-15, 1e-7};
 std::vector<Device> devices() { return {kHost, Device{DeviceKind::debug, 0}}; }
 
 Tensor values(const Shape& shape, uint64_t seed, float lo, float hi) {
-  Tensor t(shape);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    t[i] = lo + (hi - lo) * static_cast<float>(s >> 40) / static_cast<float>(1ull << 24);
-  }
-  return t;
+  return test::seeded_tensor(shape, seed, lo, hi);
 }
 
 using LossOp = double (*)(const ops::Context&, const Tensor&, const Tensor&, float, Tensor*);

@@ -20,6 +20,7 @@
 #include "engine/ops/support.hpp"
 #include "engine/optim/initializers.hpp"
 #include "engine/optim/optimizer.hpp"
+#include "tests/engine/backend/seeded_tensor.hpp"
 
 namespace dtrain {
 namespace {
@@ -66,15 +67,7 @@ double rel_diff(const Tensor& a, const Tensor& b) {
 }
 
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  Tensor t(shape);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    t[i] = lo + (hi - lo) * static_cast<float>(s >> 40) / static_cast<float>(1ull << 24);
-  }
-  return t;
+  return test::seeded_tensor(shape, seed, lo, hi);
 }
 
 // Every layer type the registry has but the sequence layers (below), in one
