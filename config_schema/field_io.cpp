@@ -162,6 +162,7 @@ void read_fields(const Node& node, std::span<const Field> fields, void* object, 
   for (const Field& f : fields) {
     const Node* n = given(node, f.name);
     if (n == nullptr) continue;
+    if (f.where != nullptr) *f.where(object) = n->loc.str();
     switch (f.kind) {
       case FieldKind::kInt: field_value<int64_t>(f, object) = as_int(*n); break;
       case FieldKind::kOptionalInt: field_value<std::optional<int64_t>>(f, object) = as_int(*n); break;

@@ -170,9 +170,8 @@ Json job_json(const JobSpec& job) {
                                    {"min_shard_mb", st.partition_min_shard_mb}}}}},
       {"cluster", cluster},
       {"data", data},
-      {"precision", {{"compute", job.precision.compute}, {"matmul", job.precision.matmul}}},
       {"run", run}};
-  write_fields(job_section_fields(), &job, nullptr, "", j);  // the sections with a field table (optimizer, eval)
+  write_fields(job_section_fields(), &job, nullptr, "", j);  // the sections with a field table (optimizer, precision, eval)
   if (const auto& e = job.export_spec) {
     j["export"] = {{"format", e->format}, {"every", e->every}, {"keep", e->keep}, {"best_by", optional_json(e->best_by)}};
   }

@@ -392,10 +392,6 @@ JobSpec to_jobspec(const Node& root, const std::string& source_path, const std::
   if (const Node* n = data.get("train")) job.data.train = read_source(*n, true, base_dir);
   if (const Node* n = data.get("eval")) job.data.eval = read_source(*n, false, base_dir);
   if (const Node* n = data.get("predict")) job.data.predict = read_source(*n, false, base_dir);
-  const Section precision = top.sub("precision");
-  precision.read("compute", job.precision.compute);
-  precision.read("matmul", job.precision.matmul);
-  if (const Node* n = precision.get("compute")) job.precision.compute_where = n->loc.str();
   read_run(top.sub("run"), job.run);
   if (const Node* n = top.get("export")) {
     const Section ex(n);

@@ -60,6 +60,9 @@ struct Field {
   void* (*inner)(void* member) = nullptr;
   void* (*emplace)(void* member) = nullptr;
   const void* (*inner_defaults)() = nullptr;  // a struct at its defaults, for the schema
+  // When not null: the std::string member that gets the place ("job.yaml:5:12")
+  // the value was read from, for errors found after loading.
+  std::string* (*where)(void* object) = nullptr;
 
   // Builders, each returning the changed copy: field<...>(...).min(1).need().
   Field min(double v) const { Field f = *this; f.minimum = v; return f; }
@@ -142,6 +145,16 @@ Field field_optional_struct(const char* name, const char* doc, std::span<const F
     static const Inner kDefaults{};
     return &kDefaults;
   };
+  return f;
+}
+
+// `f` with the place its value was read from kept in string member kWhere
+// of the same struct: located<&PrecisionSpec::compute_where>(field<...>(...)).
+template <auto kWhere>
+Field located(Field f) {
+  using M = fields_detail::Member<decltype(kWhere)>;
+  static_assert(std::is_same_v<typename M::Type, std::string>, "a place is kept in a std::string member");
+  f.where = [](void* object) -> std::string* { return &(static_cast<typename M::Class*>(object)->*kWhere); };
   return f;
 }
 

@@ -94,10 +94,34 @@ std::span<const Field> eval_fields() {
   return kFields;
 }
 
+std::span<const Field> precision_fields() {
+  static const Field kFields[] = {
+      located<&PrecisionSpec::compute_where>(
+          field<&PrecisionSpec::compute>(
+              "compute",
+              "Compute type of dense and conv2d: float32; bfloat16 (CPU: oneDNN on processors with AVX512_BF16 or AMX, "
+              "else emulated and slow); float16 (GPUs only, with dynamic loss scaling: oneDNN has no float16 matmul or "
+              "convolution on the CPU). A step whose gradients are not finite is skipped by every replica and worker in "
+              "bfloat16 and float16.")
+              .shaped(R"({"enum": ["float32", "bfloat16", "float16"]})")),
+      field<&PrecisionSpec::matmul>("matmul",
+                                    "float32 matmuls and convolutions on GPUs: highest (true float32) or tf32 "
+                                    "(TensorFloat-32 tensor cores). No effect on the CPU.")
+          .shaped(R"({"enum": ["highest", "tf32"]})"),
+  };
+  return kFields;
+}
+
 std::span<const Field> job_section_fields() {
   static const Field kFields[] = {
       field_struct<&JobSpec::optimizer>("optimizer", "How the variables are updated from their gradients.",
                                         optimizer_fields),
+      field_struct<&JobSpec::precision>(
+          "precision",
+          "Mixed precision. Variables, gradients after reduction, optimizer slots and checkpoints stay float32 "
+          "(master weights); dense and conv2d compute in `compute` with float32 accumulation; softmax, losses, "
+          "normalisation and reductions stay float32.",
+          precision_fields),
       field_struct<&JobSpec::eval>("eval", "Evaluation during dtrain train.", eval_fields),
   };
   return kFields;

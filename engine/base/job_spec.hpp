@@ -328,7 +328,8 @@ std::span<const Field> schedule_fields();   // ScheduleSpec
 std::span<const Field> optimizer_fields();  // OptimizerSpec
 std::span<const Field> early_stopping_fields();  // EarlyStoppingSpec
 std::span<const Field> eval_fields();       // EvalSpec
-// The sections of JobSpec that have a table, as fields of JobSpec: optimizer, eval.
+std::span<const Field> precision_fields();  // PrecisionSpec
+// The sections of JobSpec that have a table, as fields of JobSpec: optimizer, precision, eval.
 std::span<const Field> job_section_fields();
 
 }  // namespace dtrain

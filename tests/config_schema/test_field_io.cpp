@@ -14,6 +14,7 @@ struct Inner {
 
 struct Outer {
   int64_t count = 3;
+  std::string count_where;  // where count was read from
   std::optional<double> limit;
   std::vector<int64_t> window{2, 2};
   std::optional<int64_t> width;
@@ -32,7 +33,7 @@ std::span<const Field> inner_fields() {
 
 std::span<const Field> outer_fields() {
   static const Field kFields[] = {
-      field<&Outer::count>("count", "How many.").min(1),
+      located<&Outer::count_where>(field<&Outer::count>("count", "How many.").min(1)),
       field<&Outer::limit>("limit", "A bound; null: none.").above(0),
       field<&Outer::window>("window", "An integer or [h, w].").size2().follows("size2"),
       field<&Outer::width>("width", "Optional width.").min(1),
@@ -49,6 +50,7 @@ TEST_CASE("field tables: read, written back and described from one table") {
   Outer o;
   read_fields(*node, outer_fields(), &o, nullptr);
   CHECK(o.count == 7);
+  CHECK(o.count_where == "t.yaml:1:8");  // the value's place, kept by located<>
   CHECK(o.limit == std::optional<double>(2.5));
   CHECK(o.window == std::vector<int64_t>{3, 3});  // an integer n is [n, n]
   CHECK_FALSE(o.width.has_value());
