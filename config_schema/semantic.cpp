@@ -5,6 +5,7 @@
 #include <map>
 #include <regex>
 
+#include "config_schema/schema.hpp"
 #include "engine/base/device.hpp"
 #include "engine/base/did_you_mean.hpp"
 
@@ -87,7 +88,9 @@ void check_devices(const Node& root, std::vector<Issue>& out) {
     if (value_type(d) != ValueType::kString) continue;
     // The schema's pattern reports names of another form; what it admits
     // parse_device reads, but for an index beyond int.
-    static const std::regex kPattern("^(cpu|gpu|debug):[0-9]+$");
+    static const std::regex kPattern(job_schema()
+                                         .at(Json::json_pointer("/properties/strategy/properties/devices/oneOf/1/items/pattern"))
+                                         .get<std::string>());
     if (auto parsed = parse_device(d.text); !parsed) {
       if (std::regex_match(d.text, kPattern)) out.push_back({d.loc, index_path("strategy.devices", i), parsed.error().message});
     } else if (!seen.emplace(d.text, i).second) {

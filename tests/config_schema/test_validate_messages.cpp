@@ -121,6 +121,10 @@ TEST_CASE("validate: devices, cluster addresses and the data formats") {
   CHECK(load_error(with("strategy: {devices: [gpu:0, tpu:1]}\n")) ==
         "job.yaml:5:29: strategy.devices[1]: \"tpu:1\" does not match the pattern ^(cpu|gpu|debug):[0-9]+$; expected a "
         "string like \"cpu:0\" or \"gpu:1\"");
+  // The pattern admits it, parsing at load does not: an index beyond int, once, with its place.
+  CHECK(load_error(with("strategy: {devices: [cpu:0, cpu:99999999999]}\n")) ==
+        "job.yaml:5:29: strategy.devices[1]: \"cpu:99999999999\" is not a device; expected cpu:N, debug:N or gpu:N "
+        "(N = 0, 1, ...)");
   CHECK(load_error(with("strategy: {devices: autp}\n")) ==
         "job.yaml:5:21: strategy.devices: expected \"auto\" or a non-empty list of strings like \"cpu:0\" or "
         "\"gpu:1\", got \"autp\" (did you mean \"auto\"?)");
