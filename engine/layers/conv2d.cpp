@@ -122,10 +122,10 @@ std::span<const Field> conv2d_fields() {
       field<&Conv2dSpec::strides>("strides", "Strides: an integer or [height, width].").size2().follows("size2"),
       field<&Conv2dSpec::padding>("padding", "Padding: valid (none) or same (output size = ceil(input / stride)).").follows("padding"),
       field<&Conv2dSpec::dilation>("dilation", "Dilation rate: an integer or [height, width].").size2().follows("size2"),
-      activation_field("Activation applied to the output: linear (none), relu, gelu, tanh, sigmoid or softmax."),
-      field<&Conv2dSpec::use_bias>("use_bias", "Whether the layer adds a bias vector."),
-      field<&Conv2dSpec::kernel_initializer>("kernel_initializer", "Initializer of the kernel: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
-      field<&Conv2dSpec::bias_initializer>("bias_initializer", "Initializer of the bias: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
+      activation_field(kOutputActivationDoc),
+      field<&Conv2dSpec::use_bias>("use_bias", kUseBiasDoc),
+      field<&Conv2dSpec::kernel_initializer>("kernel_initializer", kKernelInitializerDoc),
+      field<&Conv2dSpec::bias_initializer>("bias_initializer", kBiasInitializerDoc),
   };
   return kFields;
 }

@@ -92,10 +92,10 @@ void Dense::backward(const ForwardContext& ctx, std::span<const Tensor> params, 
 std::span<const Field> dense_fields() {
   static const Field kFields[] = {
       field<&DenseSpec::units>("units", "Number of output units.").min(1).need(),
-      activation_field("Activation applied to the output: linear (none), relu, gelu, tanh, sigmoid or softmax."),
-      field<&DenseSpec::use_bias>("use_bias", "Whether the layer adds a bias vector."),
-      field<&DenseSpec::kernel_initializer>("kernel_initializer", "Initializer of the kernel: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
-      field<&DenseSpec::bias_initializer>("bias_initializer", "Initializer of the bias: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} (random_uniform alone: U(-0.05, 0.05))."),
+      activation_field(kOutputActivationDoc),
+      field<&DenseSpec::use_bias>("use_bias", kUseBiasDoc),
+      field<&DenseSpec::kernel_initializer>("kernel_initializer", kKernelInitializerDoc),
+      field<&DenseSpec::bias_initializer>("bias_initializer", kBiasInitializerDoc),
   };
   return kFields;
 }

@@ -40,6 +40,17 @@ Result<std::array<int64_t, 2>> window_pair(const std::vector<int64_t>& v, std::s
 // Checks padding is "valid" or "same"; returns true for "same".
 Result<bool> parse_padding(const std::string& padding);
 
+// The documentation of options several layer types share (their field tables).
+inline constexpr const char* kOutputActivationDoc =
+    "Activation applied to the output: linear (none), relu, gelu, tanh, sigmoid or softmax.";
+inline constexpr const char* kUseBiasDoc = "Whether the layer adds a bias vector.";
+inline constexpr const char* kKernelInitializerDoc =
+    "Initializer of the kernel: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: "
+    "b} (random_uniform alone: U(-0.05, 0.05)).";
+inline constexpr const char* kBiasInitializerDoc =
+    "Initializer of the bias: a name, or {type: constant, value: x}, or {type: random_uniform, minval: a, maxval: b} "
+    "(random_uniform alone: U(-0.05, 0.05)).";
+
 // "a, b, c"
 std::string join(const std::vector<std::string>& words);
 
