@@ -117,7 +117,7 @@ void print_line(std::FILE* out, const std::string& prefix, std::string_view line
 }  // namespace
 
 Status no_cluster_addresses(const JobSpec& job, const std::string& path, const char* how) {
-  if (job.cluster.cluster_tasks.empty()) return Status::Ok();
+  if (job.cluster.tasks().empty()) return Status::Ok();
   return config_error(fmt::format("{}: cluster: the job lists cluster addresses, which take precedence over the "
                                   "TF_CONFIG that {} gives each task; remove them (keep cluster.timeout_secs) to use {}",
                                   path, how, how));

@@ -3,6 +3,8 @@
 
 #include <charconv>
 #include <optional>
+#include <stdexcept>
+#include <string_view>
 #include <vector>
 
 namespace dtrain {
@@ -70,6 +72,17 @@ Json value_json(const Field& f, const void* object, const std::string& activatio
     case FieldKind::kSize2: return field_value<std::vector<int64_t>>(f, object);
     case FieldKind::kInitializer: return initializer_json(field_value<InitializerSpec>(f, object));
     case FieldKind::kActivation: return activation.empty() ? "linear" : activation;
+    case FieldKind::kUint: return field_value<uint64_t>(f, object);
+    case FieldKind::kOptionalUint: {
+      const auto& v = field_value<std::optional<uint64_t>>(f, object);
+      return v ? Json(*v) : Json(nullptr);
+    }
+    case FieldKind::kOptionalString: {
+      const auto& v = field_value<std::optional<std::string>>(f, object);
+      return v ? Json(*v) : Json(nullptr);
+    }
+    case FieldKind::kStringList: return field_value<std::vector<std::string>>(f, object);
+    case FieldKind::kCustom: return field_codec(f.codec).write(f.at(const_cast<void*>(object)));
   }
   return nullptr;
 }
@@ -94,21 +107,18 @@ Json default_json(const Field& f, const void* defaults) {
 }
 
 Json value_schema(const Field& f, const void* defaults) {
+  if (f.kind == FieldKind::kCustom) {
+    const FieldCodec& codec = field_codec(f.codec);
+    return codec.schema != nullptr ? codec.schema(f) : Json::parse(f.schema);
+  }
+  if ((f.kind == FieldKind::kStruct || f.kind == FieldKind::kOptionalStruct) && f.ref != nullptr) {
+    return Json{{"$ref", std::string("#/$defs/") + f.ref}};
+  }
   if (f.kind == FieldKind::kStruct || f.kind == FieldKind::kOptionalStruct) {
-    Json properties = Json::object(), required = Json::array();
-    if (f.kind == FieldKind::kStruct) {
-      fields_schema(f.sub(), f.at(const_cast<void*>(defaults)), properties, required);
-    } else {
-      fields_schema(f.sub(), f.inner_defaults(), properties, required);
-    }
-    Json s{{"type", f.kind == FieldKind::kStruct ? Json("object") : Json::array({"object", "null"})},
-           {"properties", properties}};
-    if (!required.empty()) s["required"] = required;
-    s["additionalProperties"] = false;
-    if (f.schema != nullptr) {
-      const Json extra = Json::parse(f.schema);  // held: items() refers into it
-      for (const auto& [key, value] : extra.items()) s[key] = value;
-    }
+    Json s = fields_object_schema(f.sub(), f.kind == FieldKind::kStruct ? f.at(const_cast<void*>(defaults))
+                                                                        : f.inner_defaults(),
+                                  f.schema);
+    if (f.kind == FieldKind::kOptionalStruct) s["type"] = Json::array({"object", "null"});
     return s;
   }
   if (f.schema != nullptr) return Json::parse(f.schema);
@@ -132,6 +142,11 @@ Json value_schema(const Field& f, const void* defaults) {
     case FieldKind::kSize2: s["$ref"] = "#/$defs/size2"; break;
     case FieldKind::kInitializer: s["$ref"] = "#/$defs/initializer"; break;
     case FieldKind::kActivation: s["$ref"] = "#/$defs/activation"; break;
+    case FieldKind::kUint: s["type"] = "integer"; break;
+    case FieldKind::kOptionalUint: s["type"] = Json::array({"integer", "null"}); break;
+    case FieldKind::kOptionalString: s["type"] = Json::array({"string", "null"}); break;
+    case FieldKind::kStringList: s = Json{{"type", "array"}, {"items", {{"type", "string"}}}}; break;
+    case FieldKind::kCustom: break;  // above
   }
   // A bound as the integer it is when it is one (the schema reads "minimum": 1).
   auto number = [](double v) { return v == static_cast<double>(static_cast<int64_t>(v)) ? Json(static_cast<int64_t>(v)) : Json(v); };
@@ -158,7 +173,26 @@ Json initializer_json(const InitializerSpec& init) {
   return init.type;
 }
 
-void read_fields(const Node& node, std::span<const Field> fields, void* object, std::string* activation) {
+const FieldCodec& field_codec(const char* name) {
+  for (const FieldCodec& c : field_codecs())
+    if (std::string_view(c.name) == name) return c;
+  throw std::logic_error(std::string("field table names codec \"") + (name ? name : "") + "\", which does not exist");
+}
+
+Json fields_object_schema(std::span<const Field> fields, const void* defaults, const char* extra) {
+  Json properties = Json::object(), required = Json::array();
+  fields_schema(fields, defaults, properties, required);
+  Json s{{"type", "object"}, {"properties", properties}};
+  if (!required.empty()) s["required"] = required;
+  s["additionalProperties"] = false;
+  if (extra != nullptr) {
+    const Json more = Json::parse(extra);  // held: items() refers into it
+    for (const auto& [key, value] : more.items()) s[key] = value;
+  }
+  return s;
+}
+
+void read_fields(const Node& node, std::span<const Field> fields, void* object, const FieldReading& how) {
   for (const Field& f : fields) {
     const Node* n = given(node, f.name);
     if (n == nullptr) continue;
@@ -171,11 +205,15 @@ void read_fields(const Node& node, std::span<const Field> fields, void* object, 
       case FieldKind::kOptionalDouble: field_value<std::optional<double>>(f, object) = as_number(*n); break;
       case FieldKind::kDoubleList: field_value<std::vector<double>>(f, object) = number_list(*n); break;
       case FieldKind::kStruct:
-        if (n->is_mapping()) read_fields(*n, f.sub(), f.at(object), nullptr);
+      case FieldKind::kOptionalStruct: {
+        if (!n->is_mapping()) break;
+        void* inner = f.kind == FieldKind::kStruct ? f.at(object) : (f.made ? f.made : f.emplace)(f.at(object));
+        if (f.inner_where != nullptr) *f.inner_where(inner) = n->loc.str();
+        FieldReading nested = how;
+        nested.activation = nullptr;
+        read_fields(*n, f.sub(), inner, nested);
         break;
-      case FieldKind::kOptionalStruct:
-        if (n->is_mapping()) read_fields(*n, f.sub(), f.emplace(f.at(object)), nullptr);
-        break;
+      }
       case FieldKind::kBool: field_value<bool>(f, object) = as_bool(*n); break;
       case FieldKind::kString: field_value<std::string>(f, object) = n->text; break;
       case FieldKind::kIntList: field_value<std::vector<int64_t>>(f, object) = int_list(*n); break;
@@ -185,8 +223,20 @@ void read_fields(const Node& node, std::span<const Field> fields, void* object, 
         break;
       case FieldKind::kInitializer: field_value<InitializerSpec>(f, object) = read_initializer(*n); break;
       case FieldKind::kActivation:
-        if (activation != nullptr) *activation = n->text == "linear" ? "" : n->text;
+        if (how.activation != nullptr) *how.activation = n->text == "linear" ? "" : n->text;
         break;
+      case FieldKind::kUint: field_value<uint64_t>(f, object) = static_cast<uint64_t>(as_int(*n)); break;
+      case FieldKind::kOptionalUint:
+        field_value<std::optional<uint64_t>>(f, object) = static_cast<uint64_t>(as_int(*n));
+        break;
+      case FieldKind::kOptionalString: field_value<std::optional<std::string>>(f, object) = n->text; break;
+      case FieldKind::kStringList: {
+        auto& out = field_value<std::vector<std::string>>(f, object);
+        out.clear();
+        for (const Node& item : n->items) out.push_back(item.text);
+        break;
+      }
+      case FieldKind::kCustom: field_codec(f.codec).read(*n, f.at(object), how); break;
     }
   }
 }
@@ -194,6 +244,7 @@ void read_fields(const Node& node, std::span<const Field> fields, void* object, 
 void write_fields(std::span<const Field> fields, const void* object, const void* defaults,
                   const std::string& activation, Json& out) {
   for (const Field& f : fields) {
+    if (f.when != nullptr && !f.when(object)) continue;
     Json v = value_json(f, object, activation);
     if (!f.shown_at_default && defaults != nullptr && v == value_json(f, defaults, "")) continue;
     out[f.name] = std::move(v);
@@ -209,6 +260,8 @@ Json field_schema(const Field& f, const void* defaults) {
   out["description"] = f.doc;
   if (f.required) {
     // no default
+  } else if (f.doc_default != nullptr) {
+    out["default"] = Json::parse(f.doc_default);
   } else if (f.kind == FieldKind::kActivation) {
     out["default"] = "linear";
   } else {

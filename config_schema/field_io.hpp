@@ -13,10 +13,33 @@
 
 namespace dtrain {
 
+// What reading needs besides the YAML.
+struct FieldReading {
+  std::string* activation = nullptr;  // gets a kActivation field ("linear" becomes "")
+  std::string base_dir;               // the job file's directory: relative data paths start here
+};
+
 // Reads the fields `node` (a schema-valid mapping) gives into `object`; a
-// missing or null key leaves the member as it is. A kActivation field is
-// read into *activation ("linear" becomes "").
-void read_fields(const Node& node, std::span<const Field> fields, void* object, std::string* activation);
+// missing or null key leaves the member as it is.
+void read_fields(const Node& node, std::span<const Field> fields, void* object, const FieldReading& how = {});
+
+// A kCustom field's codec (config_schema/field_codecs.cpp): how its value is
+// read, written and described.
+struct FieldCodec {
+  const char* name;
+  void (*read)(const Node& value, void* member, const FieldReading& how);
+  Json (*write)(const void* member);
+  Json (*schema)(const Field& f);  // the value's schema; null: the field's `schema` text
+};
+std::span<const FieldCodec> field_codecs();
+// The codec named `name`; a table naming one that does not exist is a
+// programming error, reported when the schema is first built.
+const FieldCodec& field_codec(const char* name);
+
+// The schema of a mapping with `fields`: {type: object, properties,
+// required, additionalProperties: false} and `extra` (JSON text: more keys,
+// e.g. an allOf of conditions between the fields), defaults from `defaults`.
+Json fields_object_schema(std::span<const Field> fields, const void* defaults, const char* extra = nullptr);
 
 // The fields of `object` as JSON members of `out`, in table order (a field
 // hidden at its default is left out when it holds its default, compared with

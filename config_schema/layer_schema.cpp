@@ -55,7 +55,7 @@ void read_layer_options(const Node& node, LayerSpec& spec) {
   const LayerRow* row = find_layer_row(spec.type);
   if (row == nullptr) return;
   spec.options = row->options->make();
-  read_fields(node, row->fields(), spec.options.data(), &spec.activation);
+  read_fields(node, row->fields(), spec.options.data(), FieldReading{&spec.activation, ""});
   if (row->options->resolve != nullptr) row->options->resolve(spec.options.data());
 }
 

@@ -22,9 +22,11 @@ const Json& job_schema() {
   static const Json schema = [] {
     Json s = Json::parse(kJobSchemaJson);
     s["properties"]["model"]["properties"]["layers"]["items"]["oneOf"] = layer_schema_branches();
-    // The sections with a field table (engine/base/job_fields.cpp), in place.
+    // Every other section from its field table (engine/base/job_fields.cpp), in place.
     const JobSpec defaults;
     for (const Field& f : job_section_fields()) s["properties"][f.name] = field_schema(f, &defaults);
+    const DataSourceSpec source;
+    s["$defs"]["data_source"] = fields_object_schema(data_source_fields(), &source, data_source_schema_extra());
     return s;
   }();
   return schema;

@@ -33,6 +33,14 @@ enum class FieldKind : uint8_t {
   kActivation,   // not a member: the layer's activation (LayerSpec::activation); "linear" = none
   kStruct,       // a struct with a table of its own (`sub`): a mapping in the job
   kOptionalStruct,  // std::optional of such a struct: a mapping, or null (the default)
+  kUint,         // uint64_t (a seed)
+  kOptionalUint, // std::optional<uint64_t>; null allowed
+  kOptionalString,  // std::optional<std::string>; null allowed
+  kStringList,   // std::vector<std::string> (each item's text: a name or an index)
+  // A value of its own shape, read, written and described by the codec of
+  // config_schema/field_codecs.cpp named `codec` ("auto" for a number,
+  // paths resolved against the job file, device names, ...).
+  kCustom,
 };
 
 // One option. `at` finds the member in an object of the table's struct.
@@ -63,6 +71,21 @@ struct Field {
   // When not null: the std::string member that gets the place ("job.yaml:5:12")
   // the value was read from, for errors found after loading.
   std::string* (*where)(void* object) = nullptr;
+  // kStruct, kOptionalStruct: the std::string member of the inner struct that
+  // gets the place of the mapping (its node) when read.
+  std::string* (*inner_where)(void* inner) = nullptr;
+  // kOptionalStruct: makes the struct when the job gives one, in place of
+  // `emplace` where its defaults differ by role (data.eval's repeat: false).
+  void* (*made)(void* member) = nullptr;
+  // kCustom: the name of its codec.
+  const char* codec = nullptr;
+  // The "when" column: not null, the resolved job writes the option only
+  // when it holds for the object (a text source's options for format text,
+  // a path when one was given).
+  bool (*when)(const void* object) = nullptr;
+  // JSON text of the default the schema documents, where it is not the
+  // struct's value (null for "not given", e.g. a path that has no default).
+  const char* doc_default = nullptr;
 
   // Builders, each returning the changed copy: field<...>(...).min(1).need().
   Field min(double v) const { Field f = *this; f.minimum = v; return f; }
@@ -75,6 +98,9 @@ struct Field {
   // A std::vector<int64_t> read as an integer n ([n, n]) or a list.
   Field size2() const { Field f = *this; f.kind = FieldKind::kSize2; return f; }
   Field hidden_at_default() const { Field f = *this; f.shown_at_default = false; return f; }
+  Field shown_when(bool (*pred)(const void* object)) const { Field f = *this; f.when = pred; return f; }
+  Field documented_default(const char* json) const { Field f = *this; f.doc_default = json; return f; }
+  Field made_by(void* (*make)(void* member)) const { Field f = *this; f.made = make; return f; }
 };
 
 namespace fields_detail {
@@ -96,6 +122,10 @@ constexpr FieldKind kind_of() {
   else if constexpr (std::is_same_v<T, bool>) return FieldKind::kBool;
   else if constexpr (std::is_same_v<T, std::string>) return FieldKind::kString;
   else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return FieldKind::kIntList;
+  else if constexpr (std::is_same_v<T, uint64_t>) return FieldKind::kUint;
+  else if constexpr (std::is_same_v<T, std::optional<uint64_t>>) return FieldKind::kOptionalUint;
+  else if constexpr (std::is_same_v<T, std::optional<std::string>>) return FieldKind::kOptionalString;
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return FieldKind::kStringList;
   else {
     static_assert(std::is_same_v<T, InitializerSpec>, "a field's member has a type no FieldKind reads");
     return FieldKind::kInitializer;
@@ -145,6 +175,51 @@ Field field_optional_struct(const char* name, const char* doc, std::span<const F
     static const Inner kDefaults{};
     return &kDefaults;
   };
+  return f;
+}
+
+// The row of options kept in the table's struct itself but written as a
+// mapping of their own (strategy.partition's max_shards and min_shard_mb are
+// StrategySpec members; a map operation's arguments are MapOpSpec's):
+// field_group<StrategySpec>("partition", "...", partition_fields).
+template <class T>
+Field field_group(const char* name, const char* doc, std::span<const Field> (*sub)()) {
+  Field f;
+  f.name = name;
+  f.doc = doc;
+  f.kind = FieldKind::kStruct;
+  f.sub = sub;
+  f.at = [](void* object) -> void* { return static_cast<T*>(object); };
+  return f;
+}
+
+// The row of a member whose value has a shape of its own, read and written by
+// config_schema's codec `codec`: custom<&RunSpec::threads>("threads", "...", "auto_int").
+template <auto kMember>
+Field custom(const char* name, const char* doc, const char* codec) {
+  Field f = field_struct<kMember>(name, doc, nullptr);
+  f.kind = FieldKind::kCustom;
+  f.codec = codec;
+  return f;
+}
+
+// As custom, over the whole struct T, for an option that fills several
+// members (run.warm_start.rename: the pairs and their places).
+template <class T>
+Field custom_whole(const char* name, const char* doc, const char* codec) {
+  Field f = field_group<T>(name, doc, nullptr);
+  f.kind = FieldKind::kCustom;
+  f.codec = codec;
+  return f;
+}
+
+// A kStruct or kOptionalStruct `f` that keeps the place of its mapping in the
+// inner struct's string member kWhere: placed<&DataSourceSpec::where>(field_optional_struct<...>(...)).
+template <auto kWhere>
+Field placed(Field f) {
+  using M = fields_detail::Member<decltype(kWhere)>;
+  static_assert(std::is_same_v<typename M::Type, std::string>, "a place is kept in a std::string member");
+  f.inner_where = [](void* inner) -> std::string* { return &(static_cast<typename M::Class*>(inner)->*kWhere); };
   return f;
 }
 

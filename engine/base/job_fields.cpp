@@ -29,11 +29,12 @@ std::span<const Field> schedule_fields() {
 
 std::span<const Field> optimizer_fields() {
   static const Field kFields[] = {
-      field<&OptimizerSpec::type>("type", "The update rule: sgd (with optional momentum), adam, adamw, rmsprop or adagrad.")
+      field<&OptimizerSpec::type>("type",
+                                  "The update rule: sgd (with optional momentum), adam, adamw, rmsprop or adagrad.")
           .shaped(R"({"enum": ["sgd", "adam", "adamw", "rmsprop", "adagrad"]})"),
       field<&OptimizerSpec::learning_rate>("learning_rate", "Base learning rate (the schedule scales it).").above(0),
       field_struct<&OptimizerSpec::schedule>("schedule", "Learning-rate schedule (optionally after a linear warmup).",
-                                            schedule_fields)
+                                             schedule_fields)
           .shaped(R"({"allOf": [{"if": {"properties": {"type": {"const": "piecewise_constant"}}, "required": ["type"]},
                                  "then": {"required": ["boundaries", "values"]}}]})"),
       field<&OptimizerSpec::momentum>("momentum", "sgd, rmsprop: momentum.").min(0).below(1),
@@ -57,8 +58,7 @@ std::span<const Field> optimizer_fields() {
 
 std::span<const Field> early_stopping_fields() {
   static const Field kFields[] = {
-      field<&EarlyStoppingSpec::metric>("metric", "loss, or one of model.metrics.")
-          .shaped(R"({"type": "string"})"),
+      field<&EarlyStoppingSpec::metric>("metric", "loss, or one of model.metrics.").shaped(R"({"type": "string"})"),
       field<&EarlyStoppingSpec::mode>("mode", "min: lower is better (loss); max: higher is better (accuracy).")
           .shaped(R"({"type": "string", "enum": ["min", "max"]})"),
       field<&EarlyStoppingSpec::patience_evals>("patience_evals",
@@ -101,8 +101,8 @@ std::span<const Field> precision_fields() {
               "compute",
               "Compute type of dense and conv2d: float32; bfloat16 (CPU: oneDNN on processors with AVX512_BF16 or AMX, "
               "else emulated and slow); float16 (GPUs only, with dynamic loss scaling: oneDNN has no float16 matmul or "
-              "convolution on the CPU). A step whose gradients are not finite is skipped by every replica and worker in "
-              "bfloat16 and float16.")
+              "convolution on the CPU). A step whose gradients are not finite is skipped by every replica and worker "
+              "in bfloat16 and float16.")
               .shaped(R"({"enum": ["float32", "bfloat16", "float16"]})")),
       field<&PrecisionSpec::matmul>("matmul",
                                     "float32 matmuls and convolutions on GPUs: highest (true float32) or tf32 "
@@ -112,17 +112,314 @@ std::span<const Field> precision_fields() {
   return kFields;
 }
 
+namespace {
+
+// A list of "host:port" addresses of one task type (cluster.*), and of a type that has at most one task.
+constexpr const char* kAddresses =
+    R"({"type": "array", "items": {"type": "string", "pattern": "^[^:\\s]+:[0-9]+$", "examples": ["worker0.example.com:2222"]}})";
+constexpr const char* kOneAddress =
+    R"({"type": "array", "items": {"type": "string", "pattern": "^[^:\\s]+:[0-9]+$", "examples": ["worker0.example.com:2222"]}, "maxItems": 1})";
+
+}  // namespace
+
+namespace {
+
+std::span<const Field> partition_fields() {
+  static const Field kFields[] = {
+      field<&StrategySpec::partition_max_shards>("max_shards",
+                                                 "At most this many shards per variable (never more than the ps tasks "
+                                                 "or the variable's rows); 1 keeps every variable whole.")
+          .min(1),
+      field<&StrategySpec::partition_min_shard_mb>(
+          "min_shard_mb",
+          "A shard holds at least this many MiB: a variable of B MiB gets at most floor(B / min_shard_mb) shards.")
+          .above(0),
+  };
+  return kFields;
+}
+
+}  // namespace
+
+std::span<const Field> strategy_fields() {
+  static const Field kFields[] = {
+      field<&StrategySpec::type>(
+          "type",
+          "Distribution strategy: one_device; towers (one copy of the variables, each device computes its shard of the "
+          "batch, gradients summed and applied once, as replicate_model_fn); mirrored (a copy on every device, "
+          "gradients all-reduced, every copy updated identically); collective (MultiWorkerMirrored: mirrored across "
+          "the devices of every worker process of the cluster, gradients all-reduced between workers; alone it is "
+          "mirrored). parameter_server (variables and optimizer slots sharded over the cluster's ps tasks; workers "
+          "pull them, compute with towers semantics and push gradients; see mode and partition).")
+          .shaped(R"({"enum": ["one_device", "towers", "mirrored", "collective", "parameter_server"]})"),
+      custom<&StrategySpec::devices>(
+          "devices",
+          "Devices of this task, one replica each: \"auto\" (one CPU device in this version), or a list of virtual CPU "
+          "devices such as [cpu:0, cpu:1, cpu:2, cpu:3] (one worker thread each, sharing the host's cores), or of "
+          "debug devices debug:0, debug:1, ... (the CPU kernels over memory that is inaccessible outside their own "
+          "kernels, with guard pages: a missed host<->device transfer crashes at once; for testing, several times "
+          "slower). gpu:N devices: one_device only so far, float32, for the layers, losses and optimizers the cuda "
+          "backend runs (dense, conv2d, max_pool2d and avg_pool2d except a SAME padding with more after the input than "
+          "before, activation except gelu, dropout, flatten/reshape; sparse_softmax_cross_entropy; sgd, adam, adamw); "
+          "anything else is refused when the job starts, naming the layer.",
+          "devices")
+          .shaped(
+              R"({"oneOf": [{"enum": ["auto"]}, {"type": "array", "minItems": 1, "items": {"type": "string", "pattern": "^(cpu|gpu|debug):[0-9]+$", "examples": ["cpu:0", "gpu:1"]}}]})"),
+      field<&StrategySpec::num_gpus>(
+          "num_gpus",
+          "Use GPUs gpu:0 .. gpu:N-1 (0 = CPU only) instead of listing devices; null means devices decides.")
+          .min(0),
+      field<&StrategySpec::loss_reduction>(
+          "loss_reduction",
+          "How the loss of one step combines its examples, for every strategy alike: mean (sum of per-example losses "
+          "divided by the global batch) or sum (their sum). A batch split over replicas weighs every example exactly "
+          "as one_device does.")
+          .shaped(R"({"enum": ["mean", "sum"]})"),
+      field<&StrategySpec::communication>(
+          "communication",
+          "collective: the all-reduce between workers: ring (Gloo's ring all-reduce over TCP, for CPU workers), nccl "
+          "(NCCL between GPUs; not built yet), auto (nccl when every device is a GPU, else ring).")
+          .shaped(R"({"enum": ["auto", "ring", "nccl"]})"),
+      field<&StrategySpec::bucket_mb>(
+          "bucket_mb",
+          "mirrored and collective: gradients are all-reduced in buckets of about this many MiB, each started as soon "
+          "as backward has produced it; the first bucket (the last layers, which backward finishes first) closes at 1 "
+          "MiB when this is larger, as in PyTorch DDP, so that its all-reduce overlaps the rest of backward.")
+          .above(0),
+      field<&StrategySpec::mode>(
+          "mode",
+          "parameter_server: async applies each worker's gradients on the ps as they arrive (TensorFlow's default; the "
+          "global step counts pushes); sync applies one update per step once every worker's gradients for that step "
+          "arrived, summed in worker order (SyncReplicasOptimizer), equal to one_device with the global batch.")
+          .shaped(R"({"enum": ["async", "sync"]})"),
+      field_group<StrategySpec>("partition",
+                                "parameter_server: splitting large variables along dimension 0 over several ps tasks "
+                                "(TensorFlow's min_max_variable_partitioner).",
+                                partition_fields),
+  };
+  return kFields;
+}
+
+namespace {
+
+std::span<const Field> cluster_task_fields() {
+  static const Field kFields[] = {
+      field<&ClusterTaskSpec::type>("type", "Task type.")
+          .shaped(R"({"enum": ["chief", "worker", "ps", "evaluator"]})")
+          .need(),
+      field<&ClusterTaskSpec::index>("index", "Index of the task within its type.").min(0),
+  };
+  return kFields;
+}
+
+}  // namespace
+
+std::span<const Field> cluster_fields() {
+  static const Field kFields[] = {
+      field<&ClusterConfig::chief>("chief", "Address of the chief task (\"host:port\"); at most one.")
+          .shaped(kOneAddress),
+      field<&ClusterConfig::worker>("worker", "Addresses of the worker tasks (\"host:port\").").shaped(kAddresses),
+      field<&ClusterConfig::ps>("ps", "Addresses of the parameter-server tasks (\"host:port\").").shaped(kAddresses),
+      field<&ClusterConfig::evaluator>("evaluator", "Address of the evaluator task (\"host:port\"); at most one.")
+          .shaped(kOneAddress),
+      field_optional_struct<&ClusterConfig::task>(
+          "task", "Which task of the cluster this process is; null means not given here.", cluster_task_fields),
+      field<&ClusterConfig::cluster_timeout_secs>(
+          "timeout_secs",
+          "Seconds to wait for the other tasks (rendezvous, barriers, each all-reduce) and without a heartbeat from "
+          "one before every task stops, naming the missing one, with exit code 4.")
+          .above(0),
+  };
+  return kFields;
+}
+
+namespace {
+
+std::span<const Field> warm_start_fields() {
+  static const Field kFields[] = {
+      located<&WarmStartSpec::from_where>(
+          custom<&WarmStartSpec::from>("from",
+                                       "A checkpoint file (model.ckpt-N.safetensors), or a model_dir whose latest "
+                                       "checkpoint is used; relative to the current directory, as model_dir.",
+                                       "cwd_path")
+              .shaped(R"({"type": "string", "minLength": 1})")
+              .need()),
+      located<&WarmStartSpec::vars_where>(
+          field<&WarmStartSpec::vars>(
+              "vars",
+              "ECMAScript regular expression over the new model's variable names (e.g. conv2d.*); a variable is copied "
+              "when the whole name matches (TF's vars_to_warm_start). Selecting no variable is an error.")
+              .shaped(R"({"type": "string", "minLength": 1})")),
+      custom_whole<WarmStartSpec>("rename",
+                                  "New-model variable name -> the name of the checkpoint variable to copy into it "
+                                  "(TF's var_name_to_prev_var_name); only for variables that vars selects.",
+                                  "warm_start_rename")
+          .shaped(R"({"type": "object", "additionalProperties": {"type": "string", "minLength": 1}})"),
+      field<&WarmStartSpec::slots>("slots",
+                                   "Also copy the optimizer slots of the copied variables (when the checkpoint has "
+                                   "them for this optimizer); false starts them fresh."),
+  };
+  return kFields;
+}
+
+}  // namespace
+
+namespace {
+
+std::span<const Field> profile_fields() {
+  static const Field kFields[] = {
+      field<&ProfileSpec::start_step>("start_step",
+                                      "The global step the window starts at (the step being computed: 0 is the first).")
+          .min(0),
+      field<&ProfileSpec::steps>("steps", "Steps in the window.").min(1),
+  };
+  return kFields;
+}
+
+}  // namespace
+
+std::span<const Field> run_fields() {
+  static const Field kFields[] = {
+      field<&RunSpec::model_dir>("model_dir",
+                                 "Directory of checkpoints and summaries (relative to the current directory).")
+          .shaped(R"({"type": "string", "minLength": 1})"),
+      field<&RunSpec::max_steps>("max_steps", "Train until the global step reaches this.").min(1),
+      field<&RunSpec::save_checkpoints_steps>("save_checkpoints_steps",
+                                              "Save a checkpoint every this many steps; the default 500 applies only "
+                                              "when save_checkpoints_secs is not given.")
+          .min(1)
+          .documented_default("500"),
+      field<&RunSpec::save_checkpoints_secs>(
+          "save_checkpoints_secs",
+          "Save a checkpoint every this many seconds instead of by steps; null means by steps.")
+          .above(0),
+      field<&RunSpec::keep_checkpoint_max>("keep_checkpoint_max", "Checkpoints kept; older ones are deleted.").min(1),
+      field<&RunSpec::keep_checkpoint_every_n_hours>(
+          "keep_checkpoint_every_n_hours",
+          "Besides the keep_checkpoint_max newest, keep one checkpoint per this many hours of wall-clock forever "
+          "(tf.train.Saver's keep_checkpoint_every_n_hours): a checkpoint leaving the newest set is kept when it was "
+          "saved at least this long after the first checkpoint of model_dir, or after the last one kept this way. Kept "
+          "ones are marked \"preserved\" in model_dir/checkpoint, so a resumed run keeps them too. Fractions are "
+          "allowed (0.5 is every 30 minutes). null keeps only the newest.")
+          .above(0),
+      field<&RunSpec::save_summary_steps>("save_summary_steps",
+                                          "Write train summaries every this many steps; 0 means never.")
+          .min(0),
+      field<&RunSpec::log_step_count_steps>("log_step_count_steps",
+                                            "Log loss and steps/sec every this many steps; 0 means never.")
+          .min(0),
+      field<&RunSpec::seed>("seed", "Seed of initializers, dropout and shuffling.").min(0),
+      field<&RunSpec::deterministic>(
+          "deterministic", "Make a resumed run continue the uninterrupted run exactly (fixed reduction order)."),
+      custom<&RunSpec::slurm_requeue>(
+          "slurm_requeue",
+          "Under a Slurm batch job, when training stops on SIGUSR1 (sbatch --signal=USR1@SECONDS, the warning before "
+          "the time limit) and the checkpoint is saved, the chief requeues the job (scontrol requeue $SLURM_JOB_ID), "
+          "and the requeued job resumes from that checkpoint. auto: only when scontrol show job says it is a batch job "
+          "that may be requeued (sbatch --requeue, or the cluster's JobRequeue=1); true: always try under Slurm; "
+          "false: never. SIGTERM and SIGINT (scancel, the time limit) never requeue.",
+          "auto_bool")
+          .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "boolean"}]})"),
+      custom<&RunSpec::threads>(
+          "threads",
+          "Compute threads of each process (OpenMP, oneDNN); num_parallel_calls auto takes the same count, at most 8. "
+          "auto means OMP_NUM_THREADS when it is set, else the thread budget: the CPUs of the process's affinity mask, "
+          "capped by its cgroup CPU quota. The command line's --threads wins over this. A run.deterministic resume "
+          "uses the count that wrote the checkpoint.",
+          "auto_int")
+          .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "integer", "minimum": 1}]})"),
+      placed<&WarmStartSpec::where>(
+          field_optional_struct<&RunSpec::warm_start>(
+              "warm_start",
+              "Initialise variables from another run's checkpoint and train from step 0 (Estimator's "
+              "WarmStartSettings). Applies only when model_dir has no checkpoint of its own (a restart resumes from "
+              "its own checkpoints). The start lists what was copied and every variable left to its initializer, and "
+              "saves the warm-started state as model.ckpt-0.",
+              warm_start_fields)
+              .shown_when([](const void* o) { return static_cast<const RunSpec*>(o)->warm_start.has_value(); })),
+      field_optional_struct<&RunSpec::profile>(
+          "profile",
+          "Profile a window of training steps: writes model_dir/profile/trace-<start>-<end>.json (Chrome Trace Event "
+          "Format, for ui.perfetto.dev or chrome://tracing) with input wait, each layer's forward and backward per "
+          "replica, loss, all-reduce buckets, optimizer, summaries, checkpoint and eval, and prints a per-phase time "
+          "table when the window ends.",
+          profile_fields)
+          .shown_when([](const void* o) { return static_cast<const RunSpec*>(o)->profile.has_value(); }),
+      field<&RunSpec::accumulation_steps>(
+          "accumulation_steps",
+          "Gradient accumulation: each replica's shard of a training batch runs as this many micro-batches of "
+          "consecutive rows, one after the other, and their gradients are summed before the one optimizer update, so "
+          "only one micro-batch's activations are in memory at a time. data.train.batch_size stays the batch of one "
+          "update (of each worker, in a cluster): an update with K micro-batches equals one step on the whole batch "
+          "(within float32 summation order) under every strategy, dropout included (it is keyed by the example's row "
+          "in the batch); the loss is the mean (or sum) over the whole batch, the loss scale and the skip of a "
+          "non-finite update act once per update, steps, logs and summaries count updates. The batch must be divisible "
+          "by accumulation_steps times the replicas of each process (a final short batch of the input is split as "
+          "evenly as it goes). batch_norm computes its statistics per micro-batch, so a model with it trains "
+          "differently than with one full batch (as in every framework).")
+          .min(1),
+      field<&RunSpec::micro_batch_rows>(
+          "micro_batch_rows",
+          "One summation order for every strategy: each replica's shard of a training batch runs as micro-batches of "
+          "this many consecutive rows (the last may be shorter), one after the other, as run.accumulation_steps does, "
+          "and their gradients are added in a fixed pairwise tree; replicas, collective's workers (an all-to-all and "
+          "all-gather in place of the ring) and a sync parameter server's workers are added in the same tree. When "
+          "every replica's shard (and, in a cluster, every worker's batch) is a power-of-two number of micro-batches, "
+          "one_device on the whole global batch and towers, mirrored, collective and sync parameter_server on any "
+          "split of it add the same floats in the same grouping: their variables are bit-identical, step after step, "
+          "with shuffle and dropout, on any CPU. Costs: one micro-batch's activations at a time (more, smaller kernel "
+          "calls). batch_norm computes its statistics per micro-batch; sync batch_norm and accumulation_steps > 1 "
+          "cannot be combined with it. null: off (each replica's shard in one pass, workers summed by the ring).")
+          .min(1),
+  };
+  return kFields;
+}
+
+std::span<const Field> export_fields() {
+  static const Field kFields[] = {
+      field<&ExportSpec::format>("format", "File format of the exported model.").shaped(R"({"enum": ["onnx"]})"),
+      field<&ExportSpec::every>("every",
+                                "When to export: eval (after each evaluation during training, which needs data.eval) "
+                                "or final (once, after the last step).")
+          .shaped(R"({"enum": ["eval", "final"]})"),
+      field<&ExportSpec::keep>("keep", "Exports kept in model_dir/export; the oldest steps beyond this are deleted.")
+          .min(1),
+      field<&ExportSpec::best_by>("best_by",
+                                  "Export only when this evaluation metric (loss, or one of model.metrics) is better "
+                                  "than at every export before (BestExporter; lower is better for loss, mean_loss and "
+                                  "mean_absolute_error, higher for the others); the best value is kept in "
+                                  "model_dir/export/best.json. Needs data.eval. null: every export (LatestExporter)."),
+  };
+  return kFields;
+}
+
 std::span<const Field> job_section_fields() {
   static const Field kFields[] = {
       field_struct<&JobSpec::optimizer>("optimizer", "How the variables are updated from their gradients.",
                                         optimizer_fields),
+      field_struct<&JobSpec::strategy>(
+          "strategy", "Where the computation runs. Changing it never changes what is computed.", strategy_fields),
+      field_struct<&JobSpec::cluster>("cluster",
+                                      "The cluster this task belongs to (TF_CONFIG layout). When absent, TF_CONFIG, "
+                                      "then Slurm variables, else a single local task.",
+                                      cluster_fields),
+      field_struct<&JobSpec::data>(
+          "data", "The inputs. dtrain train needs data.train; dtrain evaluate needs data.eval.", data_fields),
       field_struct<&JobSpec::precision>(
           "precision",
           "Mixed precision. Variables, gradients after reduction, optimizer slots and checkpoints stay float32 "
           "(master weights); dense and conv2d compute in `compute` with float32 accumulation; softmax, losses, "
           "normalisation and reductions stay float32.",
           precision_fields),
+      field_struct<&JobSpec::run>("run", "The run: where it writes, how long it trains, how often it saves.",
+                                  run_fields),
       field_struct<&JobSpec::eval>("eval", "Evaluation during dtrain train.", eval_fields),
+      placed<&ExportSpec::where>(
+          field_optional_struct<&JobSpec::export_spec>(
+              "export",
+              "Exports the inference graph during dtrain train, like Estimator's LatestExporter and BestExporter: into "
+              "model_dir/export/<step>/model.onnx (what dtrain export writes). Absent: no export during training.",
+              export_fields)
+              .shown_when([](const void* o) { return static_cast<const JobSpec*>(o)->export_spec.has_value(); })),
   };
   return kFields;
 }

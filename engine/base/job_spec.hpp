@@ -1,6 +1,8 @@
 // The typed job: what config_schema/ produces from a job file after
-// validation with defaults filled in. Every field here has a row in
-// config_schema/job.schema.json, which is the one source of documentation.
+// validation with defaults filled in. Every option of a section but model has
+// a row in a field table (engine/base/job_fields.cpp), the one place its
+// name, bounds and documentation are written; model's are in
+// config_schema/job.schema.json and the layer table.
 #pragma once
 
 #include <cstdint>
@@ -296,13 +298,26 @@ struct ExportSpec {
   std::string where;                   // "job.yaml:30:1" of the section, for errors
 };
 
+// cluster.task: which task of the cluster this process is.
+struct ClusterTaskSpec {
+  std::string type;  // chief | worker | ps | evaluator
+  int64_t index = 0;
+};
+
 // The job file's `cluster` section (TF_CONFIG layout); empty when absent.
 // Resolution against TF_CONFIG and Slurm happens in engine/, not here.
 struct ClusterConfig {
-  std::map<std::string, std::vector<std::string>> cluster_tasks;  // "chief"/"worker"/"ps"/"evaluator" -> "host:port"s
-  std::string task_type;       // "" = not given in the job file
-  int64_t task_index = 0;
+  std::vector<std::string> chief, worker, ps, evaluator;  // "host:port"s of each task type
+  std::optional<ClusterTaskSpec> task;                    // nullopt: not given in the job file
   double cluster_timeout_secs = 60;
+  // The task types that list addresses, by name ("chief", "worker", ...).
+  std::map<std::string, std::vector<std::string>> tasks() const {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& [type, addresses] : {std::pair{"chief", &chief}, std::pair{"worker", &worker},
+                                          std::pair{"ps", &ps}, std::pair{"evaluator", &evaluator}})
+      if (!addresses->empty()) out[type] = *addresses;
+    return out;
+  }
 };
 
 struct JobSpec {
@@ -321,15 +336,27 @@ struct JobSpec {
   std::string model_hash;      // hex hash of the model-shaping part (model.*), for checkpoints
 };
 
-// The field tables of the sections written through them
-// (engine/base/job_fields.cpp): the loader reads, the resolved job writes and
-// the schema describes these sections from the rows alone.
+// The field tables of the job's sections (engine/base/job_fields.cpp): the
+// loader reads, the resolved job writes and the schema describes every
+// section but model from these rows alone.
 std::span<const Field> schedule_fields();   // ScheduleSpec
 std::span<const Field> optimizer_fields();  // OptimizerSpec
 std::span<const Field> early_stopping_fields();  // EarlyStoppingSpec
 std::span<const Field> eval_fields();       // EvalSpec
 std::span<const Field> precision_fields();  // PrecisionSpec
-// The sections of JobSpec that have a table, as fields of JobSpec: optimizer, precision, eval.
+std::span<const Field> strategy_fields();   // StrategySpec
+std::span<const Field> cluster_fields();    // ClusterConfig
+std::span<const Field> run_fields();        // RunSpec
+std::span<const Field> export_fields();     // ExportSpec
+std::span<const Field> data_fields();       // DataSpec
+std::span<const Field> data_source_fields();  // DataSourceSpec ($defs/data_source)
+// A data source's description and the conditions between its fields, as JSON
+// text merged into $defs/data_source.
+const char* data_source_schema_extra();
+// The operations of data.*.map, one row each over MapOpSpec (an entry's key
+// is the row's name).
+std::span<const Field> map_op_fields();
+// The sections of JobSpec, as its fields: every one but model.
 std::span<const Field> job_section_fields();
 
 }  // namespace dtrain

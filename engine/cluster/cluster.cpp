@@ -145,19 +145,19 @@ Result<ResolvedCluster> resolve_cluster(const JobSpec& job, const EnvLookup& env
   ResolvedCluster rc;
   rc.timeout_secs = job.cluster.cluster_timeout_secs;
   ClusterSpec from_job;
-  for (const auto& [type, addresses] : job.cluster.cluster_tasks)
+  for (const auto& [type, addresses] : job.cluster.tasks())
     if (!addresses.empty()) from_job.tasks[type] = addresses;
   const std::string& strategy = job.strategy.type;
 
   if (!from_job.empty()) {
     const std::string where = job.source_path.empty() ? "job file" : job.source_path;
-    if (job.cluster.task_type.empty())
+    if (!job.cluster.task)
       return config_error(fmt::format("{}: cluster.task is missing: the job file lists a cluster, so it must say "
                                       "which task this process is, e.g. --set cluster.task.type=worker "
                                       "--set cluster.task.index=0",
                                       where));
     rc.cluster = std::move(from_job);
-    rc.task = {job.cluster.task_type, job.cluster.task_index};
+    rc.task = {job.cluster.task->type, job.cluster.task->index};
     rc.source = "job file";
     if (Status s = validate_cluster(rc.cluster, rc.task, strategy, where); !s) return s.error();
   } else if (auto text = env("TF_CONFIG"); text && !text->empty()) {

@@ -48,7 +48,7 @@ TEST_CASE("field tables: read, written back and described from one table") {
   auto node = parse_yaml("count: 7\nlimit: 2.5\nwindow: 3\ninner: {values: [1, 2.5]}\n", "t.yaml");
   REQUIRE(node.ok());
   Outer o;
-  read_fields(*node, outer_fields(), &o, nullptr);
+  read_fields(*node, outer_fields(), &o);
   CHECK(o.count == 7);
   CHECK(o.count_where == "t.yaml:1:8");  // the value's place, kept by located<>
   CHECK(o.limit == std::optional<double>(2.5));
@@ -60,7 +60,7 @@ TEST_CASE("field tables: read, written back and described from one table") {
   auto with_maybe = parse_yaml("maybe: {rate: 0.25}\n", "t.yaml");
   REQUIRE(with_maybe.ok());
   Outer m;
-  read_fields(*with_maybe, outer_fields(), &m, nullptr);
+  read_fields(*with_maybe, outer_fields(), &m);
   REQUIRE(m.maybe.has_value());
   CHECK(m.maybe->rate == 0.25);
   Json mj = Json::object();
@@ -92,6 +92,83 @@ TEST_CASE("field tables: read, written back and described from one table") {
   CHECK(properties["maybe"]["type"] == Json::array({"object", "null"}));
   CHECK(properties["maybe"]["default"].is_null());
   CHECK(properties["maybe"]["properties"]["rate"]["default"] == 0.5);
+}
+
+// The columns a job section needs beyond a plain value: options kept in the
+// struct but written as a mapping of their own, a codec's value, the place of
+// a mapping, a role's own defaults, "when" and a documented default.
+struct Source {
+  std::string where;
+  std::string path;
+  bool repeat = true;
+  int64_t threads = 0;  // 0: auto
+  int64_t shards = 1;   // written under group:
+};
+
+std::span<const Field> group_fields() {
+  static const Field kFields[] = {field<&Source::shards>("shards", "Shards.").min(1)};
+  return kFields;
+}
+
+std::span<const Field> source_fields() {
+  static const Field kFields[] = {
+      custom<&Source::path>("path", "A file.", "job_path")
+          .shaped(R"({"type": "string"})")
+          .documented_default("null")
+          .shown_when([](const void* o) { return !static_cast<const Source*>(o)->path.empty(); }),
+      field<&Source::repeat>("repeat", "Repeat."),
+      custom<&Source::threads>("threads", "auto or a count.", "auto_int").shaped(R"({"enum": ["auto"]})"),
+      field_group<Source>("group", "A group.", group_fields),
+  };
+  return kFields;
+}
+
+struct Sources {
+  std::optional<Source> train, eval;
+};
+
+std::span<const Field> sources_fields() {
+  static const Field kFields[] = {
+      placed<&Source::where>(field_optional_struct<&Sources::train>("train", "Train.", source_fields)),
+      placed<&Source::where>(field_optional_struct<&Sources::eval>("eval", "Eval.", source_fields)
+                                 .made_by([](void* member) -> void* {
+                                   Source& s = static_cast<std::optional<Source>*>(member)->emplace();
+                                   s.repeat = false;
+                                   return &s;
+                                 })),
+  };
+  return kFields;
+}
+
+TEST_CASE("field tables: groups, codecs, places, roles' defaults and the when column") {
+  auto node = parse_yaml("train: {path: a.csv, threads: 3, group: {shards: 4}}\neval: {threads: auto}\n", "t.yaml");
+  REQUIRE(node.ok());
+  Sources s;
+  read_fields(*node, sources_fields(), &s, FieldReading{nullptr, "/data/jobs"});
+  REQUIRE(s.train);
+  REQUIRE(s.eval);
+  CHECK(s.train->where == "t.yaml:1:8");             // the mapping's place, kept by placed<>
+  CHECK(s.train->path == "/data/jobs/a.csv");        // job_path: resolved against the job's directory
+  CHECK(s.train->threads == 3);
+  CHECK(s.train->shards == 4);                       // group: a member of the same struct
+  CHECK(s.train->repeat);
+  CHECK_FALSE(s.eval->repeat);                       // made_by: eval's own default
+  CHECK(s.eval->threads == 0);                       // "auto"
+  Json j = Json::object();
+  write_fields(sources_fields(), &s, nullptr, "", j);
+  CHECK(j["train"].dump() == R"({"path":"/data/jobs/a.csv","repeat":true,"threads":3,"group":{"shards":4}})");
+  CHECK(j["eval"].dump() == R"({"repeat":false,"threads":"auto","group":{"shards":1}})");  // no path: not written
+  const Source defaults;
+  Json properties = Json::object(), required = Json::array();
+  fields_schema(source_fields(), &defaults, properties, required);
+  CHECK(properties["path"]["default"].is_null());    // documented, not the struct's ""
+  CHECK(properties["threads"]["default"] == "auto");  // the codec writes the default
+  CHECK(properties["group"]["properties"]["shards"]["default"] == 1);
+}
+
+TEST_CASE("field tables: a codec that does not exist is reported") {
+  CHECK_THROWS_AS(field_codec("no_such_codec"), std::logic_error);
+  for (const FieldCodec& c : field_codecs()) CHECK(&field_codec(c.name) == &c);
 }
 
 }  // namespace

@@ -117,8 +117,8 @@ TEST_CASE("job_loader: a minimal job gets the defaults of job_spec.hpp") {
   CHECK(job.strategy.type == "one_device");
   CHECK(job.strategy.devices.empty());  // auto
   CHECK_FALSE(job.strategy.num_gpus.has_value());
-  CHECK(job.cluster.cluster_tasks.empty());
-  CHECK(job.cluster.task_type.empty());
+  CHECK(job.cluster.tasks().empty());
+  CHECK(!job.cluster.task);
   CHECK(job.cluster.cluster_timeout_secs == 60);
   CHECK_FALSE(job.data.train.has_value());
   CHECK_FALSE(job.data.eval.has_value());
@@ -212,10 +212,11 @@ TEST_CASE("job_loader: every field can be set from YAML") {
   CHECK(job.strategy.devices[1].where == "job.yaml:30:47");  // parsed at load, with the entry's place
   CHECK(job.strategy.communication == "ring");
   CHECK(job.strategy.bucket_mb == 4);
-  CHECK(job.cluster.cluster_tasks.at("worker") == std::vector<std::string>{"host1:2222", "host2:2222"});
-  CHECK(job.cluster.cluster_tasks.size() == 4);
-  CHECK(job.cluster.task_type == "worker");
-  CHECK(job.cluster.task_index == 1);
+  CHECK(job.cluster.worker == std::vector<std::string>{"host1:2222", "host2:2222"});
+  CHECK(job.cluster.tasks().size() == 4);
+  REQUIRE(job.cluster.task);
+  CHECK(job.cluster.task->type == "worker");
+  CHECK(job.cluster.task->index == 1);
   CHECK(job.cluster.cluster_timeout_secs == 30);
   const DataSourceSpec& t = *job.data.train;
   CHECK(t.images == "/data/jobs/mnist/train-images.gz");

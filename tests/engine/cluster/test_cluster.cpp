@@ -16,9 +16,9 @@ const std::map<std::string, std::string> kSlurm = {
 
 JobSpec job_with_cluster() {
   JobSpec job = job_with();
-  job.cluster.cluster_tasks = {{"chief", {"j0:2222"}}, {"worker", {"j1:2222"}}, {"ps", {}}};
-  job.cluster.task_type = "worker";
-  job.cluster.task_index = 0;
+  job.cluster.chief = {"j0:2222"};
+  job.cluster.worker = {"j1:2222"};
+  job.cluster.task = ClusterTaskSpec{"worker", 0};
   job.cluster.cluster_timeout_secs = 30;
   return job;
 }
@@ -68,17 +68,16 @@ TEST_CASE("cluster: a bad TF_CONFIG is an error even when Slurm variables are se
 
 TEST_CASE("cluster: job file mistakes name the job file") {
   JobSpec job = job_with_cluster();
-  job.cluster.task_type = "";
+  job.cluster.task.reset();
   CHECK(error_of(resolve_cluster(job, env_of({}))) ==
         "job.yaml: cluster.task is missing: the job file lists a cluster, so it must say which task this process is, "
         "e.g. --set cluster.task.type=worker --set cluster.task.index=0");
-  job.cluster.task_type = "worker";
-  job.cluster.task_index = 1;
+  job.cluster.task = ClusterTaskSpec{"worker", 1};
   CHECK(error_of(resolve_cluster(job, env_of({}))) ==
         "job.yaml: task {type: worker, index: 1} but cluster.worker has 1 address (0..0); set task.index to one of "
         "0..0 or add the missing address");
   job = job_with_cluster();
-  job.cluster.cluster_tasks["ps"] = {"p0:1"};
+  job.cluster.ps = {"p0:1"};
   CHECK(error_of(resolve_cluster(job, env_of({}))) ==
         R"(job.yaml: cluster.ps lists 1 parameter server(s) but strategy.type is "mirrored", which uses none; remove cluster.ps or use strategy.type: parameter_server)");
   job.strategy.type = "parameter_server";
