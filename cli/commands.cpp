@@ -219,7 +219,13 @@ int run_train(const Args& a) {
     ClusterRuntime::JoinOptions join;
     join.with_ps = strategy_traits(job->strategy).needs_ps_tasks;
     join.workers_may_die = strategy_traits(job->strategy).workers_may_die;
+    size_t tasks = 0;
+    for (const auto& [type, addresses] : (*rc)->cluster.tasks) tasks += addresses.size();
+    Logger startup(options.log_format, stderr);  // forming the cluster can take up to the timeout: say so at once
+    startup.status(fmt::format("joining the cluster as {} {} ({} tasks, from {}; waiting up to {:g} s for the others)",
+                               (*rc)->task.type, (*rc)->task.index, tasks, (*rc)->source, (*rc)->timeout_secs));
     auto joined = ClusterRuntime::join(**rc, join);
+    startup.end_progress();
     if (!joined) return fail(joined.error());
     cluster = std::move(*joined);
     options.cluster = cluster.get();

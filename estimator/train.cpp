@@ -1,5 +1,5 @@
 // The training loop: restore, then step -> hooks (estimator/hooks/: NaN
-// guard, progress lines, summaries, stop signals, checkpoint + evaluation +
+// guard, ETA and live line, progress lines, summaries, stop signals, checkpoint + evaluation +
 // export, profile window) until max_steps, the end of the input, an early
 // stop or a stop signal. What it sets up first: estimator/train_setup.cpp.
 #include <fmt/format.h>
@@ -19,6 +19,7 @@
 #include "estimator/hooks/comm_report_hook.hpp"
 #include "estimator/hooks/nan_guard_hook.hpp"
 #include "estimator/hooks/profile_hook.hpp"
+#include "estimator/hooks/progress_hook.hpp"
 #include "estimator/hooks/step_log_hook.hpp"
 #include "estimator/hooks/stop_signal_hook.hpp"
 #include "estimator/hooks/summary_hook.hpp"
@@ -34,6 +35,7 @@ HookList Estimator::make_training_hooks(TrainingSetup& t) {
   HookList hooks;
   if (t.in_cluster) hooks.push_back(std::make_unique<CommReportHook>(log_, *strategy_));
   hooks.push_back(std::make_unique<NanGuardHook>(log_, last_checkpoint_));
+  hooks.push_back(std::make_unique<ProgressHook>(log_));  // the ETA, and the live line on a terminal
   if (run.log_step_count_steps > 0) {
     hooks.push_back(std::make_unique<StepLogHook>(log_, train_writer_.get(), run.log_step_count_steps, t.multi_worker));
   }

@@ -124,6 +124,8 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   // table. Made before the input, whose prefetch thread may record into it.
   t.profile =
       std::make_unique<ProfileWindow>(run.profile, chief ? (fs::path(run.model_dir) / "profile").string() : std::string());
+  // Reading (or indexing) the data can take a while: say so at once.
+  log_.status(fmt::format("loading data.train ({})", train_spec.format));
   auto input = open_input(train_spec, "train", batch, vocabulary_, true);
   if (!input) return input.error();
   t.input = std::move(*input);

@@ -20,7 +20,7 @@ Status StepLogHook::after_step(StepState& s) {
   const double wait = std::min(1.0, input_wait_ / secs);
   const auto steps = static_cast<double>(steps_);
   log_.step({s.step, s.max_steps, loss_ / steps, s.learning_rate, steps / secs,
-             static_cast<double>(examples_) / secs, wait});
+             static_cast<double>(examples_) / secs, wait, s.eta_seconds});
   if (writer_ != nullptr) {
     std::vector<std::pair<std::string, double>> scalars = {{"global_step/sec", steps / secs},
                                                            {"examples/sec", static_cast<double>(examples_) / secs},

@@ -33,6 +33,7 @@ struct StepState {
   double input_wait_seconds = 0;   // blocked in the input's next() for this batch
   double comm_seconds = 0, comm_exposed_seconds = 0;  // cross-worker communication (Strategy::last_comm_seconds)
   Profiler* profiler = nullptr;    // set by ProfileHook::before_step when run.profile traces this step
+  double eta_seconds = -1;         // ProgressHook: time left to max_steps (< 0: not known yet)
 
   int stop_signal = 0;             // StopSignalHook: this task's signal, or -1 when only another task's
   bool early_stop = false;         // StopSignalHook (the evaluator's decision) or CheckpointHook (this run's)
