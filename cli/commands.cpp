@@ -415,6 +415,8 @@ const std::vector<Command>& commands() {
       {"inspect", "list a checkpoint's step, metadata and tensors",
        [](CLI::App& s, Args& a) { s.add_option("checkpoint", a.checkpoint, "checkpoint file")->required(); },
        run_inspect},
+      {"runs", "list the training runs (model_dirs) under a directory side by side, or --compare two",
+       [](CLI::App& s, Args& a) { declare_runs(s, a.runs); }, [](const Args& a) { return run_runs(a.runs); }},
       {"data", "fetch, convert, inspect and benchmark data (data fetch|convert|inspect|bench --help)",
        [](CLI::App& s, Args& a) { add_data_subcommands(s, a.data_exit); },
        [](const Args& a) { return a.data_exit; }},

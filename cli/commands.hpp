@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/launch_command.hpp"
+#include "cli/runs_command.hpp"
 #include "strategies/task_server.hpp"
 
 namespace dtrain::cli {
@@ -29,6 +30,7 @@ struct Args {
   LaunchArgs launch;                    // launch: tasks (its train options are the fields above)
   std::string remote_cluster;           // train --remote-cluster: [type=]host:port,...
   ServerArgs server;                    // server
+  RunsArgs runs;                        // runs
 };
 
 struct Command {

@@ -315,7 +315,7 @@ Status Estimator::save(int64_t input_position, const std::string& input_state) {
                               KeepPolicy{job_.run.keep_checkpoint_max, job_.run.keep_checkpoint_every_n_hours, {}});
   if (!path) return path.error();
   last_checkpoint_ = *path;
-  return Status::Ok();
+  return run_record_.saved(global_step_);
 }
 
 }  // namespace dtrain

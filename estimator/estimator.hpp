@@ -20,6 +20,7 @@
 #include "engine/threads.hpp"
 #include "estimator/hooks/training_hook.hpp"
 #include "estimator/logger.hpp"
+#include "estimator/run_record.hpp"
 #include "strategies/strategy.hpp"
 
 namespace dtrain {
@@ -180,6 +181,7 @@ class Estimator {
   // The loop's hooks in their order (estimator/hooks/): they refer to `t`,
   // this Estimator's logger, writer and strategy, which outlive them.
   HookList make_training_hooks(TrainingSetup& t);
+  Status train_steps(bool evaluate_during);  // train() but for the run record
   // After a step at which training stops for a stop signal (`stop_signal`:
   // this task's, or -1 for another task's): the chief requeues a Slurm job on
   // SIGUSR1, every task waits for the chief's checkpoint, the ps tasks are
@@ -237,6 +239,7 @@ class Estimator {
   int64_t restored_input_position_ = 0;
   std::string restored_input_state_;  // a streaming input's exact position; "" otherwise
   std::string last_checkpoint_;
+  RunRecord run_record_;  // model_dir/run.json (the chief of a training run)
   bool warm_started_ = false;  // train() started from run.warm_start
   bool stopped_by_requeue_signal_ = false;  // train() stopped because a task of the cluster received SIGUSR1
   VocabularyPtr vocabulary_;  // of text data; null until needed

@@ -97,9 +97,18 @@ Status Estimator::stop_before_first_step(bool multi_worker, bool chief) {
 }
 
 Status Estimator::train(bool evaluate_during) {
+  Status s = train_steps(evaluate_during);
+  run_record_.end(s, global_step_);  // model_dir/run.json: finished, stopped or failed
+  return s;
+}
+
+Status Estimator::train_steps(bool evaluate_during) {
   const RunSpec& run = job_.run;
   TrainingSetup t;
   if (Status s = prepare_training(evaluate_during, t); !s || t.nothing_to_train) return s;
+  if (t.chief) {
+    if (Status s = run_record_.begin(run.model_dir, global_step_, run.max_steps); !s) return s;
+  }
   HookList hooks = make_training_hooks(t);
   // Stop signals are caught from the start of the process (stop_signals.hpp,
   // SIGUSR1 too: batch schedulers' warning before the end of a job, Slurm's

@@ -5,7 +5,7 @@ import re
 
 from conftest import SOURCE_ROOT, run_dtrain
 
-SUBCOMMANDS = ["train", "evaluate", "predict", "export", "validate", "schema", "devices", "inspect", "data", "cluster", "launch", "server", "version"]
+SUBCOMMANDS = ["train", "evaluate", "predict", "export", "validate", "schema", "devices", "inspect", "runs", "data", "cluster", "launch", "server", "version"]
 DATA_SUBCOMMANDS = ["fetch", "convert", "inspect", "bench"]
 
 
