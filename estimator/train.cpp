@@ -46,7 +46,12 @@ HookList Estimator::make_training_hooks(TrainingSetup& t) {
   if (t.chief) {
     Input& input = *t.input;
     CheckpointHook::Actions actions{
-        [this, &input] { return save(input.position(), input.state()); },
+        [this, &input] {
+          Status saved = save(input.position(), input.state());
+          // On a terminal the saves show above the live line; log files keep their lines as they were.
+          if (saved && log_.is_live()) log_.info(fmt::format("saved checkpoint {}", last_checkpoint_));
+          return saved;
+        },
         [this] { return run_evaluation(last_checkpoint_); },
         [this](const EvalResult* eval, bool final_step) { return export_after(eval, final_step); },
         [this](const EarlyStopping& early) { return record_early_stop(early); },

@@ -54,7 +54,7 @@ def write_job(tmp_path, name, max_steps, log_every):
 def steps_per_second(tmp_path):
     """This machine's speed on the job now (its json step lines)."""
     job = write_job(tmp_path, "calibrate", 60, 60)
-    out = run_dtrain("train", job, "--log-format", "json")
+    out = run_dtrain("train", job, "--log-format", "json", "--threads", "1")
     assert out.returncode == 0, out.stderr
     steps = [json.loads(l) for l in out.stderr.splitlines() if l.startswith("{")]
     return [e for e in steps if e["event"] == "step"][-1]["steps_per_sec"]
@@ -66,7 +66,10 @@ def test_live_line_under_a_terminal_and_its_eta(tmp_path):
     job = write_job(tmp_path, "live", max_steps, max_steps // 4)
     master, slave = pty.openpty()
     start = time.monotonic()
-    proc = subprocess.Popen([dtrain_bin(), "train", str(job)], stdout=slave, stderr=slave, close_fds=True)
+    # One compute thread: two spinning threads on a shared 2-core machine swing
+    # the speed several-fold from moment to moment (issue 29), which no ETA foretells.
+    proc = subprocess.Popen([dtrain_bin(), "train", str(job), "--threads", "1"], stdout=slave, stderr=slave,
+                            close_fds=True)
     os.close(slave)
     chunks = []  # (time read, bytes)
     while True:
@@ -88,6 +91,7 @@ def test_live_line_under_a_terminal_and_its_eta(tmp_path):
     # The first line within a second of start, saying what start-up does.
     assert chunks[0][0] - start < 1.0, chunks[0]
     assert "loading data.train (synthetic) ..." in text
+    assert re.search(r"saved checkpoint \S+model\.ckpt-\d+\.safetensors\r?\n", text), text[-2000:]
 
     # Each redraw of the live line, with when it was read.
     draws = []
@@ -99,14 +103,18 @@ def test_live_line_under_a_terminal_and_its_eta(tmp_path):
     assert len(draws) >= 5, text[-2000:]
     end = next(t for t, data in chunks if b"training finished" in data)
     assert all(d[2] == max_steps and d[3] == d[1] * 100 // max_steps for d in draws)
-    # At most four a second (and the last step's), not one per step.
+    # At most four a second (and the last step's), not one per step; a line
+    # printed above the live line draws the same live line again below it.
     duration = draws[-1][0] - draws[0][0]
-    assert len(draws) <= 4 * duration + 3, (len(draws), duration)
+    redraws = [d for prev, d in zip([None] + draws, draws) if prev is None or prev[1] != d[1]]
+    assert len(redraws) <= 4 * duration + 3, (len(redraws), duration)
     assert draws[-1][1] == max_steps
     # The ETA, once 30% of the run is done, foretells the end within 20% of the time left.
     errors = [abs(t + eta - end) / (end - t) for t, step, _, _, eta in draws
               if eta is not None and 0.3 * max_steps <= step <= 0.9 * max_steps and end - t > 0.5]
     assert len(errors) >= 3, draws
+    print(f"ETA: median error {statistics.median(errors):.3f} of the time left over {len(errors)} draws "
+          f"({max_steps} steps in {end - start:.1f} s)")
     assert statistics.median(errors) <= 0.2, (errors, draws)
     # Step lines stay above the live line; the terminal is left on a clean line.
     assert re.search(rf"step {max_steps // 4}/{max_steps}  loss [0-9.]+ .* ETA \S+\r?\n", text), text[-3000:]
