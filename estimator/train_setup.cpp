@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/base/device.hpp"
 #include "engine/io/file_util.hpp"
 #include "estimator/accumulation.hpp"
 #include "estimator/estimator.hpp"
@@ -137,7 +138,7 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   const std::string split = plan->replica_split();
   if (t.multi_worker) {
     log_.info(fmt::format("strategy {} on {}; batch: global {} = {} workers x {}; this worker's {}; this is {}{}",
-                          strategy_->name(), fmt::join(strategy_->devices(), ", "), plan->global(), plan->workers,
+                          strategy_->name(), device_list(strategy_->devices()), plan->global(), plan->workers,
                           batch, split,
                           options_.cluster ? fmt::format("{} {}", options_.cluster->resolved().task.type,
                                                          options_.cluster->resolved().task.index)
@@ -147,7 +148,7 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
                               : ""));
   } else {
     log_.info(fmt::format("strategy {} on {}; batch: global {}", strategy_->name(),
-                          fmt::join(strategy_->devices(), ", "), split));
+                          device_list(strategy_->devices()), split));
   }
   if (options_.cluster) {
     for (const std::string& note : options_.cluster->resolved().notes) log_.info(note);

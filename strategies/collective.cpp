@@ -11,7 +11,7 @@
 
 namespace dtrain {
 
-CollectiveStrategy::CollectiveStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+CollectiveStrategy::CollectiveStrategy(Program& program, std::vector<Device> devices, double bucket_bytes,
                                        ClusterRuntime* cluster, std::unique_ptr<GlooComm> comm)
     : MirroredStrategy(program, std::move(devices), bucket_bytes,
                        [this, multi = comm != nullptr](const GradBuckets&) -> CrossReduce {

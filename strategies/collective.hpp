@@ -18,7 +18,7 @@ namespace dtrain {
 class CollectiveStrategy final : public MirroredStrategy {
  public:
   // cluster may be null (a single process); else comm spans its training tasks.
-  CollectiveStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+  CollectiveStrategy(Program& program, std::vector<Device> devices, double bucket_bytes,
                      ClusterRuntime* cluster, std::unique_ptr<GlooComm> comm);
   std::string name() const override { return "collective"; }
   bool is_chief() const override { return worker_index() == 0; }

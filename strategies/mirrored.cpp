@@ -8,13 +8,13 @@
 
 namespace dtrain {
 
-MirroredStrategy::MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes)
+MirroredStrategy::MirroredStrategy(Program& program, std::vector<Device> devices, double bucket_bytes)
     : ReplicatedStrategy(program, std::move(devices)),
       buckets_(make_buckets(*program.model, bucket_bytes)),
       reducer_(std::make_unique<InProcessAllReduce>(buckets_)),
       slots_(replicas_.size()) {}
 
-MirroredStrategy::MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+MirroredStrategy::MirroredStrategy(Program& program, std::vector<Device> devices, double bucket_bytes,
                                    const std::function<CrossReduce(const GradBuckets&)>& make_cross)
     : ReplicatedStrategy(program, std::move(devices)),
       buckets_(make_buckets(*program.model, bucket_bytes)),

@@ -16,7 +16,7 @@ namespace dtrain {
 class MirroredStrategy : public ReplicatedStrategy {
  public:
   // bucket_bytes: the all-reduce bucket size (strategy.bucket_mb).
-  MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes);
+  MirroredStrategy(Program& program, std::vector<Device> devices, double bucket_bytes);
   std::string name() const override { return "mirrored"; }
   Status create_variables() override;
   std::vector<std::pair<std::string, Tensor>> logical_state() override;
@@ -27,7 +27,7 @@ class MirroredStrategy : public ReplicatedStrategy {
   void abandon_step() override;
   // collective: the same, with a cross-worker stage after each bucket's
   // in-process sum (make_cross receives the buckets).
-  MirroredStrategy(Program& program, std::vector<std::string> devices, double bucket_bytes,
+  MirroredStrategy(Program& program, std::vector<Device> devices, double bucket_bytes,
                    const std::function<CrossReduce(const GradBuckets&)>& make_cross);
   // One step with gradient factor `scale` (train_step uses the batch's size).
   StepOutput mirrored_step(const Batch& batch, int64_t step, float lr, float scale);

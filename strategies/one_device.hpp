@@ -11,9 +11,9 @@ namespace dtrain {
 class OneDeviceStrategy final : public Strategy {
  public:
   // REQUIRES: program outlives the strategy.
-  OneDeviceStrategy(Program& program, std::string device) : program_(program), device_(std::move(device)) {}
+  OneDeviceStrategy(Program& program, Device device) : program_(program), device_(device) {}
   std::string name() const override { return "one_device"; }
-  std::vector<std::string> devices() const override { return {device_}; }
+  std::vector<Device> devices() const override { return {device_}; }
   Status create_variables() override;
   std::vector<std::pair<std::string, Tensor>> logical_state() override;
   Status restore(const CheckpointData& ckpt) override;
@@ -23,7 +23,7 @@ class OneDeviceStrategy final : public Strategy {
 
  private:
   Program& program_;
-  std::string device_;
+  Device device_;
   ReplicaState replica_;
   std::vector<std::vector<Tensor>> slots_;  // per variable, optimizer slot order
 };

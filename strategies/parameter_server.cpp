@@ -25,7 +25,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-ParameterServerStrategy::ParameterServerStrategy(Program& program, std::vector<std::string> devices,
+ParameterServerStrategy::ParameterServerStrategy(Program& program, std::vector<Device> devices,
                                                  ClusterRuntime& cluster, PsPlacement placement,
                                                  std::vector<std::unique_ptr<PsClient>> ps, bool sync)
     : ReplicatedStrategy(program, std::move(devices)),

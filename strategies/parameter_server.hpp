@@ -20,7 +20,7 @@ namespace dtrain {
 
 class ParameterServerStrategy final : public ReplicatedStrategy {
  public:
-  ParameterServerStrategy(Program& program, std::vector<std::string> devices, ClusterRuntime& cluster,
+  ParameterServerStrategy(Program& program, std::vector<Device> devices, ClusterRuntime& cluster,
                           PsPlacement placement, std::vector<std::unique_ptr<PsClient>> ps, bool sync);
   std::string name() const override { return "parameter_server"; }
   bool is_chief() const override { return cluster_.resolved().is_chief(); }

@@ -1,8 +1,6 @@
 // Builds the model, loss, metrics and optimizer of a job.
 #include "strategies/program.hpp"
 
-#include <cassert>
-
 #include <fmt/format.h>
 
 namespace dtrain {
@@ -60,10 +58,6 @@ Result<Program> make_program(const JobSpec& job) {
   return p;
 }
 
-ops::Context Program::context_on(const std::string& device) const {
-  auto d = parse_device(device);
-  assert(d && "make_strategy checks device names");
-  return {d ? *d : kHost, compute, tf32};
-}
+ops::Context Program::context_on(const Device& device) const { return {device, compute, tf32}; }
 
 }  // namespace dtrain

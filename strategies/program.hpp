@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/device.hpp"
 #include "engine/base/job_spec.hpp"
 #include "engine/losses/loss.hpp"
 #include "engine/metrics/metric.hpp"
@@ -51,9 +52,8 @@ struct Program {
   // strategies add shards and workers in that order too.
   int64_t micro_batch_rows = 0;
 
-  // The compute context of a replica on `device` ("cpu:0", "debug:1", ...).
-  // REQUIRES: the device name was checked (make_strategy does).
-  ops::Context context_on(const std::string& device) const;
+  // The compute context of a replica on `device` (cpu:0, debug:1, ...).
+  ops::Context context_on(const Device& device) const;
 
   // Mixed precision's step guard (precision.compute other than float32):
   // the loss scale (dynamic for float16) and the skip of non-finite steps.

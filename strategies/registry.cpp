@@ -20,25 +20,25 @@
 namespace dtrain {
 namespace {
 
-using Factory = std::function<Result<std::unique_ptr<Strategy>>(const JobSpec&, Program&, std::vector<std::string>,
-                                                                 ClusterRuntime*)>;
+using Factory =
+    std::function<Result<std::unique_ptr<Strategy>>(const JobSpec&, Program&, std::vector<Device>, ClusterRuntime*)>;
 
-Result<std::unique_ptr<Strategy>> make_one_device(const JobSpec& job, Program& program,
-                                                  std::vector<std::string> devices, ClusterRuntime*) {
+Result<std::unique_ptr<Strategy>> make_one_device(const JobSpec& job, Program& program, std::vector<Device> devices,
+                                                  ClusterRuntime*) {
   if (devices.size() != 1) {
     return config_error(fmt::format("{}: strategy.devices: one_device runs on exactly one device; got {} ({})",
-                                    job.source_path, devices.size(), fmt::join(devices, ", ")));
+                                    job.source_path, devices.size(), device_list(devices)));
   }
   return std::unique_ptr<Strategy>(std::make_unique<OneDeviceStrategy>(program, devices[0]));
 }
 
-Result<std::unique_ptr<Strategy>> make_towers(const JobSpec&, Program& program, std::vector<std::string> devices,
+Result<std::unique_ptr<Strategy>> make_towers(const JobSpec&, Program& program, std::vector<Device> devices,
                                               ClusterRuntime*) {
   return std::unique_ptr<Strategy>(std::make_unique<TowersStrategy>(program, std::move(devices)));
 }
 
-Result<std::unique_ptr<Strategy>> make_mirrored(const JobSpec& job, Program& program,
-                                                std::vector<std::string> devices, ClusterRuntime*) {
+Result<std::unique_ptr<Strategy>> make_mirrored(const JobSpec& job, Program& program, std::vector<Device> devices,
+                                                ClusterRuntime*) {
   const double bucket_bytes = job.strategy.bucket_mb * 1024.0 * 1024.0;
   return std::unique_ptr<Strategy>(std::make_unique<MirroredStrategy>(program, std::move(devices), bucket_bytes));
 }
@@ -46,13 +46,13 @@ Result<std::unique_ptr<Strategy>> make_mirrored(const JobSpec& job, Program& pro
 // communication: ring is Gloo over TCP; nccl needs every device to be a GPU
 // and NCCL communication (not built yet); auto picks nccl when every device
 // is a GPU, else ring.
-Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& program,
-                                                  std::vector<std::string> devices, ClusterRuntime* cluster) {
+Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& program, std::vector<Device> devices,
+                                                  ClusterRuntime* cluster) {
   if (job.strategy.communication == "nccl") {
     return config_error(fmt::format(
         "{}: strategy.communication: nccl all-reduces between GPUs, and this dtrain has no NCCL communication "
         "yet (devices: {}); use communication: ring (Gloo over TCP) or auto",
-        job.source_path, fmt::join(devices, ", ")));
+        job.source_path, device_list(devices)));
   }
   const double bucket_bytes = job.strategy.bucket_mb * 1024.0 * 1024.0;
   std::unique_ptr<GlooComm> comm;
@@ -69,7 +69,7 @@ Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& p
 // parameter_server needs a cluster with ps tasks; this process is a worker
 // (or the chief) and connects to every ps task.
 Result<std::unique_ptr<Strategy>> make_parameter_server(const JobSpec& job, Program& program,
-                                                        std::vector<std::string> devices, ClusterRuntime* cluster) {
+                                                        std::vector<Device> devices, ClusterRuntime* cluster) {
   // The evaluator only restores checkpoints and runs forward: the variables
   // live in this process (towers over its devices), not on the ps tasks.
   if (cluster && !cluster->is_training_task() && !cluster->is_ps()) {
@@ -125,9 +125,10 @@ Result<std::vector<DeviceSpec>> resolve_devices(const JobSpec& job) {
   return st.devices;
 }
 
-std::vector<std::string> names_of(const std::vector<DeviceSpec>& devices) {
-  std::vector<std::string> out;
-  for (const DeviceSpec& d : devices) out.push_back(d.name());
+// The resolved devices without the places they were read from.
+std::vector<Device> devices_of(const std::vector<DeviceSpec>& specs) {
+  std::vector<Device> out;
+  for (const DeviceSpec& d : specs) out.push_back(d.device);
   return out;
 }
 
@@ -165,15 +166,15 @@ std::vector<std::pair<int64_t, int64_t>> split_batch(int64_t global, int replica
 
 // Mixed precision the job's devices can run: float16 needs GPUs, and every
 // layer must have a backend for each device in the compute type.
-static Status check_precision(const JobSpec& job, const Program& program, const std::vector<std::string>& devices) {
+static Status check_precision(const JobSpec& job, const Program& program, const std::vector<Device>& devices) {
   const std::string where = job.precision.compute_where.empty() ? job.source_path : job.precision.compute_where;
-  for (const std::string& name : devices) {
-    const ops::Context ctx = program.context_on(name);
+  for (const Device& device : devices) {
+    const ops::Context ctx = program.context_on(device);
     if (ctx.compute == DType::f16 && ctx.device.kind != DeviceKind::cuda) {
       return config_error(fmt::format(
           "{}: precision.compute: float16 needs GPU devices, and strategy.devices has {}: oneDNN has no float16 "
           "matmul or convolution on the CPU; use bfloat16 on the CPU",
-          where, name));
+          where, device.str()));
     }
     if (Status s = program.model->check_support(ctx); !s) return s;
     // The losses, the optimizer and the reductions the step runs.
@@ -183,8 +184,8 @@ static Status check_precision(const JobSpec& job, const Program& program, const 
     if (program.optimizer_spec.clip_by_global_norm) step_ops.emplace_back("reduce", "optimizer.clip_by_global_norm");
     for (const auto& [op, field] : step_ops) {
       if (!ops::supports(op, ctx)) {
-        return config_error(fmt::format("{}: {}: {} cannot run on {} in {}: {}", job.source_path, field, op, name,
-                                        dtype_name(ctx.compute), ops::why_unsupported(op, ctx)));
+        return config_error(fmt::format("{}: {}: {} cannot run on {} in {}: {}", job.source_path, field, op,
+                                        device.str(), dtype_name(ctx.compute), ops::why_unsupported(op, ctx)));
       }
     }
   }
@@ -233,7 +234,7 @@ Status connect_synchronised_statistics(const JobSpec& job, Strategy& strategy, C
 Status check_job_devices(const JobSpec& job, const Program& program) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
-  return check_precision(job, program, names_of(*devices));
+  return check_precision(job, program, devices_of(*devices));
 }
 
 StrategyTraits strategy_traits(const StrategySpec& spec) {
@@ -248,7 +249,7 @@ StrategyTraits strategy_traits(const StrategySpec& spec) {
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
-  if (Status s = check_precision(job, program, names_of(*devices)); !s) return s.error();
+  if (Status s = check_precision(job, program, devices_of(*devices)); !s) return s.error();
   if (Status s = check_gpus(job, *devices); !s) return s.error();
   for (const StrategyRow& row : kStrategies) {
     if (job.strategy.type != row.name) continue;
@@ -257,7 +258,7 @@ Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& pro
                                       "available: one_device, towers, mirrored, collective, parameter_server",
                                       job.source_path, row.name));
     }
-    auto strategy = row.factory(job, program, names_of(*devices), cluster);
+    auto strategy = row.factory(job, program, devices_of(*devices), cluster);
     if (!strategy) return strategy;
     if (Status s = connect_synchronised_statistics(job, **strategy, cluster); !s) return s.error();
     return strategy;

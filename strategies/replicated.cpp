@@ -12,11 +12,9 @@
 
 namespace dtrain {
 
-ReplicatedStrategy::ReplicatedStrategy(Program& program, std::vector<std::string> devices)
+ReplicatedStrategy::ReplicatedStrategy(Program& program, std::vector<Device> devices)
     : program_(program), devices_(std::move(devices)), pool_(static_cast<int>(devices_.size())) {
-  for (size_t r = 0; r < devices_.size(); ++r) {
-    replicas_.push_back(program_.model->make_replica_state(program_.context_on(devices_[r])));
-  }
+  for (const Device& d : devices_) replicas_.push_back(program_.model->make_replica_state(program_.context_on(d)));
   // replicate_model_fn's rule: the shared copy sits on the one device, or on
   // the host when there are several that do not share memory.
   variable_ctx_ = replicas_[0].ctx;

@@ -18,8 +18,8 @@ namespace dtrain {
 class ReplicatedStrategy : public Strategy {
  public:
   // REQUIRES: program outlives the strategy; devices non-empty.
-  ReplicatedStrategy(Program& program, std::vector<std::string> devices);
-  std::vector<std::string> devices() const override { return devices_; }
+  ReplicatedStrategy(Program& program, std::vector<Device> devices);
+  std::vector<Device> devices() const override { return devices_; }
   // Synchronised batch norm across worker processes: its sums go over
   // `comm` (a communicator of its own: the gradient all-reduce runs on
   // another thread); a failure ends the process through `cluster`.
@@ -51,7 +51,7 @@ class ReplicatedStrategy : public Strategy {
   std::span<Tensor> reduce_to_variables(const std::vector<size_t>& trainable);
 
   Program& program_;
-  std::vector<std::string> devices_;
+  std::vector<Device> devices_;
   ReplicaPool pool_;
   std::unique_ptr<GlooComm> stats_comm_;
   std::unique_ptr<ReplicaGroupSum> group_sum_;  // synchronised batch norm's sums over the replicas

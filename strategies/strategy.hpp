@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/base/device.hpp"
 #include "engine/base/job_spec.hpp"
 #include "datasets/dataset.hpp"
 #include "engine/io/checkpoint.hpp"
@@ -29,8 +30,8 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
-  // The devices this process computes on, one replica each, e.g. {"cpu:0"}.
-  virtual std::vector<std::string> devices() const = 0;
+  // The devices this process computes on, one replica each, e.g. {cpu:0}.
+  virtual std::vector<Device> devices() const = 0;
   int num_replicas() const { return static_cast<int>(devices().size()); }
   // Chief writes checkpoints and train summaries (DESIGN.md, contract 4).
   virtual bool is_chief() const { return true; }

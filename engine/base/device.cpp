@@ -16,6 +16,15 @@ std::string Device::str() const {
   return "?";
 }
 
+std::string device_list(const std::vector<Device>& devices) {
+  std::string out;
+  for (const Device& d : devices) {
+    if (!out.empty()) out += ", ";
+    out += d.str();
+  }
+  return out;
+}
+
 Result<Device> parse_device(std::string_view name) {
   struct Prefix {
     std::string_view text;

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/base/status.hpp"
 
@@ -26,6 +27,9 @@ struct Device {
 };
 
 inline constexpr Device kHost{DeviceKind::cpu, 0};
+
+// The devices' names joined by ", " ("cpu:0, cpu:1"), as messages list them.
+std::string device_list(const std::vector<Device>& devices);
 
 // "cpu:N", "debug:N", "gpu:N" or "cuda:N" (N >= 0). The error says what is
 // accepted (no place: callers add the job field).

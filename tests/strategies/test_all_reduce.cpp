@@ -151,7 +151,7 @@ TEST_CASE("InProcessAllReduce: the first bucket's cross reduction starts while b
   };
   auto happened = [&](const std::string& e) { return std::find(events.begin(), events.end(), e) != events.end(); };
   std::vector<Tensor> crossed(buckets.vars.size());
-  ReplicaState rs = program.model->make_replica_state(program.context_on("cpu:0"));
+  ReplicaState rs = program.model->make_replica_state(program.context_on(kHost));
   std::vector<std::vector<Tensor>> slots;
   REQUIRE(initialize_variables(program, rs.ctx.device, rs.values, slots).ok());
   // The cross-worker stage of a cluster of one worker (a sum over one worker
