@@ -71,9 +71,7 @@ void Logger::status(const std::string& what) {
   } else if (live_) {
     live_text_ = what + " ...";
     std::fprintf(out_, "\r\033[K%s", live_text_.c_str());
-  } else {
-    std::fprintf(out_, "%s ...\n", what.c_str());
-  }
+  }  // plain: logs keep their lines (an error stays the one line it was)
   std::fflush(out_);
 }
 

@@ -38,7 +38,7 @@ class Logger {
   void step(const StepLog& s);
   void eval(int64_t step, const std::vector<std::pair<std::string, double>>& metrics, const std::string& where);
   // What start-up is doing while it takes time ("loading data.train"): the
-  // live line on a terminal, else a line of its own.
+  // live line on a terminal, an event in json; nothing in plain logs.
   void status(const std::string& what);
   // Redraws the live line (a terminal only; nothing otherwise).
   void progress(const ProgressLine& p);

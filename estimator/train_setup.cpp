@@ -128,6 +128,7 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   // Reading (or indexing) the data can take a while: say so at once.
   log_.status(fmt::format("loading data.train ({})", train_spec.format));
   auto input = open_input(train_spec, "train", batch, vocabulary_, true);
+  log_.end_progress();  // an error is printed on a clean line
   if (!input) return input.error();
   t.input = std::move(*input);
   // A streaming input continues from its saved state; without one (a worker
