@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace dtrain {
 
 enum class LogFormat { kAuto, kPlain, kJson };
@@ -27,6 +29,8 @@ class Logger {
   void step(const StepLog& s);
   void eval(int64_t step, const std::vector<std::pair<std::string, double>>& metrics, const std::string& where);
   void end_progress();  // ends a live progress line before other output
+  // --log-format json only: one line {"time", "event": event, fields...}.
+  void json_event(const std::string& event, const nlohmann::json& fields);
   bool is_json() const { return json_; }
 
  private:
