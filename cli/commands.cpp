@@ -269,6 +269,8 @@ int run_evaluate(const Args& a) {
   auto r = (*est)->evaluate(checkpoint_arg(a));
   if (!r) return fail(r.error());
   for (const auto& [k, v] : r->metrics) std::printf("%s: %.6f\n", k.c_str(), v);
+  std::fflush(stdout);
+  (*est)->log_eval_report(*r);
   return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "datasets/text_vocab.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/summary_writer.hpp"
+#include "engine/metrics/eval_report.hpp"
 #include "engine/base/status.hpp"
 #include "engine/threads.hpp"
 #include "estimator/hooks/training_hook.hpp"
@@ -73,6 +74,7 @@ struct EvalResult {
   int64_t examples = 0;
   std::vector<std::pair<std::string, double>> metrics;  // "loss" first, then job's metrics
   std::string checkpoint;
+  std::vector<OutputReport> reports;  // one per model output: per class, confusion matrix, ...
 };
 
 // Where the vocabulary of text data is kept: model_dir/vocab.json.
@@ -126,6 +128,12 @@ class Estimator {
   // evaluation, and sets the coordination key train/early_stop (the reason)
   // for the chief; it then goes on until the final checkpoint.
   Status evaluate_continuously();
+  // After evaluate(): r's report on the log, as a table (plain and auto log
+  // formats) or as one "eval_report" event (json). stdout keeps the metrics'
+  // "name: value" lines only, for scripts.
+  void log_eval_report(const EvalResult& r);
+  // model_dir/eval/metrics-<step>.json.
+  std::string eval_json_path(int64_t step) const;
   // Writes predictions for the examples of input_path (.npy, IDX, or CSV of
   // features) to output_path (.npy or .csv).
   Status predict(const std::string& input_path, const std::string& output_path,

@@ -1,4 +1,5 @@
-// Evaluation: loss and metrics over data.eval, written as eval summaries and JSON.
+// Evaluation: loss, metrics and the per-output report over data.eval, written
+// as eval summaries and JSON.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "datasets/pipeline.hpp"
 #include "engine/io/file_util.hpp"
 #include "estimator/early_stopping.hpp"
+#include "estimator/eval_report_output.hpp"
 #include "estimator/estimator.hpp"
 #include "estimator/model_outputs.hpp"
 #include "strategies/cluster_runtime.hpp"
@@ -46,13 +48,17 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   log_threads();
   StepOutput total;
   total.metric_state.assign(program_.metric_state_size(), 0.0);
+  std::vector<ReportAccumulator> reports = make_report_accumulators(program_);
   for (int64_t n = 0; !job_.eval.steps || n < *job_.eval.steps; ++n) {
     auto next = (*input)->next();
     if (!next) return next.error();
     if (!next->has_value()) break;
     if (Status s = check_batch(**next, spec, "data.eval"); !s) return s.error();
     maybe_pause_for_test("evaluation");
-    accumulate(total, strategy_->eval_step(**next));
+    StepOutput step = strategy_->eval_step(**next);
+    add_to_reports(reports, step, **next);
+    step.predictions.clear();  // the report has them; total keeps sums only
+    accumulate(total, step);
   }
   if (total.examples == 0) {
     return data_error(fmt::format("{}: data.eval: the eval input has no examples", spec.where));
@@ -62,6 +68,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   r.examples = total.examples;
   r.checkpoint = checkpoint_name;
   r.metrics = output_scalars(program_, total);
+  r.reports = finish_reports(reports);
   log_.eval(r.global_step, r.metrics, checkpoint_name);
   if (Status s = write_eval_outputs(r); !s) return s.error();
   return r;
@@ -184,14 +191,31 @@ Status Estimator::write_eval_outputs(const EvalResult& r) {
     eval_writer_ = std::move(*w);
   }
   if (Status s = eval_writer_->scalars(r.global_step, r.metrics); !s) return s;
+  if (Status s = write_confusion_images(*eval_writer_, r.global_step, r.reports); !s) return s;
   if (Status s = eval_writer_->flush(); !s) return s;
   nlohmann::json j{{"global_step", r.global_step}, {"examples", r.examples}, {"checkpoint", r.checkpoint}};
   for (const auto& [k, v] : r.metrics) j["metrics"][k] = v;
+  j["report"] = report_json(r.reports);
   const std::string text = j.dump(2) + "\n";
   for (const fs::path& p : {dir / fmt::format("metrics-{}.json", r.global_step), dir / "metrics.json"}) {
     if (Status s = io::write_file_atomic(p.string(), {text}); !s) return s;
   }
   return Status::Ok();
+}
+
+std::string Estimator::eval_json_path(int64_t step) const {
+  return (fs::path(job_.run.model_dir) / "eval" / fmt::format("metrics-{}.json", step)).string();
+}
+
+void Estimator::log_eval_report(const EvalResult& r) {
+  if (log_.is_json()) {
+    log_.json_event("eval_report", {{"step", r.global_step}, {"report", report_json(r.reports)}});
+    return;
+  }
+  std::string text = report_text(r.reports, eval_json_path(r.global_step));
+  if (text.empty()) return;
+  text.pop_back();  // info() ends the line
+  log_.info(text);
 }
 
 }  // namespace dtrain

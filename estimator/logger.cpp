@@ -115,4 +115,13 @@ void Logger::eval(int64_t step, const std::vector<std::pair<std::string, double>
   line(text);
 }
 
+void Logger::json_event(const std::string& event, const nlohmann::json& fields) {
+  if (!json_) return;
+  end_progress();
+  nlohmann::json j{{"time", now_secs()}, {"event", event}};
+  j.update(fields);
+  std::fprintf(out_, "%s\n", j.dump().c_str());
+  std::fflush(out_);
+}
+
 }  // namespace dtrain

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace dtrain {
 
 enum class LogFormat { kAuto, kPlain, kJson };
@@ -43,6 +45,8 @@ class Logger {
   // Redraws the live line (a terminal only; nothing otherwise).
   void progress(const ProgressLine& p);
   void end_progress();  // clears the live line before other output
+  // --log-format json only: one line {"time", "event": event, fields...}.
+  void json_event(const std::string& event, const nlohmann::json& fields);
   bool is_json() const { return json_; }
   bool is_live() const { return live_; }
 

@@ -87,9 +87,11 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
     const double loss_sum =
         o.loss->forward_backward(logits, ys[j], training ? &doutputs[j] : nullptr, grad_scale * o.weight, rs.ctx);
     out.loss_sum += o.weight * loss_sum;
-    if (o.num_metrics == 0) continue;
-    // Metrics count on the host, from host copies of the output and labels.
+    if (o.num_metrics == 0 && training) continue;
+    // Metrics count on the host, from host copies of the output and labels;
+    // evaluation keeps the predictions too (the evaluation report's input).
     const Tensor host_logits = logits.to_host();
+    if (!training) out.predictions.push_back(o.loss->predictions(host_logits));
     const Tensor host_y = j == 0 ? batch.labels.rows(begin, end) : batch.extra_labels[j - 1].rows(begin, end);
     for (size_t i = o.first_metric; i < o.first_metric + o.num_metrics; ++i) {
       program.metrics[i]->update(host_logits, host_y, loss_sum, program.metric_state(out.metric_state, i));
@@ -186,6 +188,21 @@ void accumulate(StepOutput& a, const StepOutput& b) {
   a.examples += b.examples;
   if (a.metric_state.size() < b.metric_state.size()) a.metric_state.resize(b.metric_state.size(), 0.0);
   for (size_t i = 0; i < b.metric_state.size(); ++i) a.metric_state[i] += b.metric_state[i];
+  if (a.predictions.empty()) {
+    a.predictions = b.predictions;
+    return;
+  }
+  for (size_t j = 0; j < b.predictions.size() && j < a.predictions.size(); ++j) {
+    const Tensor& x = a.predictions[j];
+    const Tensor& y = b.predictions[j];
+    if (y.dim(0) == 0) continue;
+    Shape shape = x.shape();
+    shape[0] += y.dim(0);
+    Tensor both(shape);
+    both.rows(0, x.dim(0)).copy_from(x);
+    both.rows(x.dim(0), shape[0]).copy_from(y);
+    a.predictions[j] = std::move(both);
+  }
 }
 
 bool grads_finite(const Program& program, const ops::Context& ctx, std::span<const Tensor> grads) {

@@ -58,7 +58,8 @@ StepOutput run_replica_accumulated(const Program& program, ReplicaState& rs, con
                                    int64_t end, int64_t step, float grad_scale,
                                    const std::function<void(size_t)>& layer_done = {});
 
-// Adds b into a (loss, examples, metric state).
+// Adds b into a (loss, examples, metric state) and appends b's predictions
+// to a's (a's come first).
 void accumulate(StepOutput& a, const StepOutput& b);
 
 // Applies clip_by_global_norm (if configured) and the optimizer to every

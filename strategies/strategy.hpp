@@ -24,6 +24,11 @@ struct StepOutput {
   double loss_sum = 0;           // sum of per-example losses
   int64_t examples = 0;
   std::vector<double> metric_state;  // summed metric states (Program::metric_offsets layout)
+  // Evaluation steps only (empty in training): each output's predictions
+  // (rows, output j's shape...), Loss::predictions of its logits, on the host,
+  // rows in input order; accumulate() concatenates them. The evaluation
+  // report (engine/metrics/eval_report.hpp) is made from them.
+  std::vector<Tensor> predictions;
 };
 
 class Strategy {

@@ -9,9 +9,9 @@ cd "$(dirname "$0")/.."
 
 # Python helpers for the tests (PyPI): TensorBoard's reader, safetensors, pytest,
 # onnx (its checker) and onnxruntime (runs the exported models); Pillow (JPEG
-# shards for the streaming tests).
-python3 -c "import pytest, numpy, safetensors, tensorboard, onnx, onnxruntime, PIL" 2>/dev/null ||
-  python3 -m pip install -q pytest numpy safetensors tensorboard onnx onnxruntime pillow
+# shards for the streaming tests); scikit-learn (the evaluation report's reference).
+python3 -c "import pytest, numpy, safetensors, tensorboard, onnx, onnxruntime, PIL, sklearn" 2>/dev/null ||
+  python3 -m pip install -q pytest numpy safetensors tensorboard onnx onnxruntime pillow scikit-learn
 
 # Slurm and munge (Debian) for tests/integration/test_slurm.py, which starts a
 # private single-node Slurm on 127.0.0.1 (it skips, saying why, if it cannot).

@@ -104,6 +104,21 @@ Status SummaryWriter::scalars(int64_t step, const std::vector<std::pair<std::str
   return write_record(ev.SerializeAsString());
 }
 
+Status SummaryWriter::image(const std::string& tag, int64_t step, int height, int width, int channels,
+                            const std::string& encoded) {
+  tensorflow::Event ev;
+  ev.set_wall_time(wall_time_now());
+  ev.set_step(step);
+  tensorflow::Summary::Value* v = ev.mutable_summary()->add_value();
+  v->set_tag(tag);
+  tensorflow::Summary::Image* im = v->mutable_image();
+  im->set_height(height);
+  im->set_width(width);
+  im->set_colorspace(channels);
+  im->set_encoded_image_string(encoded);
+  return write_record(ev.SerializeAsString());
+}
+
 Status SummaryWriter::flush() {
   if (file_ == nullptr) return runtime_error(fmt::format("{}: event file is closed", path_));
   errno = 0;

@@ -38,6 +38,11 @@ class SummaryWriter {
   // Appends one Event holding one Summary.Value per (tag, value); nothing
   // when `values` is empty.
   Status scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
+  // Appends one Event with one image (Summary.Value.image: height, width,
+  // colorspace = channels, the encoded PNG or JPEG bytes), which TensorBoard
+  // shows in its Images tab.
+  Status image(const std::string& tag, int64_t step, int height, int width, int channels,
+               const std::string& encoded);
   Status flush();  // fflush + fsync
   // Flushes, fsyncs and closes the file; later writes fail. The destructor
   // closes too but cannot report errors.

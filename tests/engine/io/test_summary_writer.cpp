@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "datasets/example_png.hpp"
+#include "engine/io/png_write.hpp"
 #include "engine/io/summary_writer.hpp"
 #include "event.pb.h"
 #include "io_test_util.hpp"
@@ -147,6 +149,41 @@ TEST_CASE("SummaryWriter: a directory that cannot be created is an error") {
   REQUIRE_FALSE(w.ok());
   CHECK(w.error().kind == ErrorKind::kRuntime);
   CHECK(w.error().message == dir / "file/sub: cannot create directory: Not a directory");
+}
+
+}  // namespace dtrain
+
+namespace dtrain {
+
+TEST_CASE("SummaryWriter: an image event holds a PNG that decodes to the pixels written") {
+  testing::TempDir dir;
+  Image8 img;
+  img.height = 2;
+  img.width = 3;
+  img.channels = 3;
+  for (int i = 0; i < 18; ++i) img.pixels.push_back(static_cast<uint8_t>(i * 14));
+  auto png = encode_png(img);
+  REQUIRE(png.ok());
+  auto w = SummaryWriter::open(dir / "eval");
+  REQUIRE(w.ok());
+  REQUIRE((*w)->image("confusion_matrix", 7, 2, 3, 3, *png).ok());
+  const std::string path = (*w)->path();
+  REQUIRE((*w)->close().ok());
+
+  std::vector<tensorflow::Event> ev = read_events(path);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[1].step() == 7);
+  REQUIRE(ev[1].summary().value_size() == 1);
+  const tensorflow::Summary::Value& v = ev[1].summary().value(0);
+  CHECK(v.tag() == "confusion_matrix");
+  REQUIRE(v.has_image());
+  CHECK(v.image().height() == 2);
+  CHECK(v.image().width() == 3);
+  CHECK(v.image().colorspace() == 3);
+  CHECK(v.image().encoded_image_string() == *png);
+  std::vector<float> decoded(18);
+  REQUIRE(decode_png(v.image().encoded_image_string(), 2, 3, 3, decoded.data(), "test").ok());
+  for (int i = 0; i < 18; ++i) CHECK(decoded[static_cast<size_t>(i)] == static_cast<float>(i * 14));
 }
 
 }  // namespace dtrain
