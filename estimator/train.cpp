@@ -103,6 +103,7 @@ Status Estimator::stop_before_first_step(bool multi_worker, bool chief) {
 
 Status Estimator::train(bool evaluate_during) {
   Status s = train_steps(evaluate_during);
+  log_.end_progress();  // the caller prints an error on a clean line, not after the live line
   run_record_.end(s, global_step_);  // model_dir/run.json: finished, stopped or failed
   return s;
 }
