@@ -245,6 +245,11 @@ void write_fields(std::span<const Field> fields, const void* object, const void*
                   const std::string& activation, Json& out) {
   for (const Field& f : fields) {
     if (f.when != nullptr && !f.when(object)) continue;
+    // An optional section hidden at its default is left out while it is null.
+    if (f.kind == FieldKind::kOptionalStruct && !f.shown_at_default &&
+        f.inner(f.at(const_cast<void*>(object))) == nullptr) {
+      continue;
+    }
     Json v = value_json(f, object, activation);
     if (!f.shown_at_default && defaults != nullptr && v == value_json(f, defaults, "")) continue;
     out[f.name] = std::move(v);

@@ -386,12 +386,12 @@ std::span<const Field> data_fields() {
       placed<&DataSourceSpec::where>(
           field_optional_struct<&DataSpec::train>(
               "train", "Training input (a data source, see below); null means none.", data_source_fields)
-              .shown_when([](const void* o) { return static_cast<const DataSpec*>(o)->train.has_value(); })
+              .hidden_at_default()
               .follows("data_source")),
       placed<&DataSourceSpec::where>(
           field_optional_struct<&DataSpec::eval>("eval", "Evaluation input (a data source); null means none.",
                                                  data_source_fields)
-              .shown_when([](const void* o) { return static_cast<const DataSpec*>(o)->eval.has_value(); })
+              .hidden_at_default()
               .follows("data_source")
               .made_by(evaluation_source)),
       placed<&DataSourceSpec::where>(
@@ -399,7 +399,7 @@ std::span<const Field> data_fields() {
               "predict",
               "Prediction input (a data source); null means none (dtrain predict usually takes --input instead).",
               data_source_fields)
-              .shown_when([](const void* o) { return static_cast<const DataSpec*>(o)->predict.has_value(); })
+              .hidden_at_default()
               .follows("data_source")
               .made_by(evaluation_source)),
   };

@@ -58,7 +58,8 @@ struct Field {
   std::optional<double> minimum, maximum;
   bool exclusive_minimum = false, exclusive_maximum = false;
   // false: the resolved job shows the option only when it is not its
-  // default, so that jobs written before the option keep their model hash.
+  // default, so that jobs written before the option keep their model hash
+  // (a kOptionalStruct: only when it holds a struct, written out, never null).
   bool shown_at_default = true;
   // kStruct: the member's own table. Its `schema`, when given, is merged
   // into the mapping's schema (e.g. an allOf of conditions between fields).
@@ -131,6 +132,12 @@ constexpr FieldKind kind_of() {
     return FieldKind::kInitializer;
   }
 }
+// `f` made a kCustom field read and written by `codec` (custom, custom_whole).
+inline Field with_codec(Field f, const char* codec) {
+  f.kind = FieldKind::kCustom;
+  f.codec = codec;
+  return f;
+}
 }  // namespace fields_detail
 
 // The row of a member: field<&DenseOptions::units>("units", "Number of output units.").min(1).need().
@@ -197,20 +204,14 @@ Field field_group(const char* name, const char* doc, std::span<const Field> (*su
 // config_schema's codec `codec`: custom<&RunSpec::threads>("threads", "...", "auto_int").
 template <auto kMember>
 Field custom(const char* name, const char* doc, const char* codec) {
-  Field f = field_struct<kMember>(name, doc, nullptr);
-  f.kind = FieldKind::kCustom;
-  f.codec = codec;
-  return f;
+  return fields_detail::with_codec(field_struct<kMember>(name, doc, nullptr), codec);
 }
 
 // As custom, over the whole struct T, for an option that fills several
 // members (run.warm_start.rename: the pairs and their places).
 template <class T>
 Field custom_whole(const char* name, const char* doc, const char* codec) {
-  Field f = field_group<T>(name, doc, nullptr);
-  f.kind = FieldKind::kCustom;
-  f.codec = codec;
-  return f;
+  return fields_detail::with_codec(field_group<T>(name, doc, nullptr), codec);
 }
 
 // A kStruct or kOptionalStruct `f` that keeps the place of its mapping in the

@@ -335,7 +335,7 @@ std::span<const Field> run_fields() {
               "its own checkpoints). The start lists what was copied and every variable left to its initializer, and "
               "saves the warm-started state as model.ckpt-0.",
               warm_start_fields)
-              .shown_when([](const void* o) { return static_cast<const RunSpec*>(o)->warm_start.has_value(); })),
+              .hidden_at_default()),
       field_optional_struct<&RunSpec::profile>(
           "profile",
           "Profile a window of training steps: writes model_dir/profile/trace-<start>-<end>.json (Chrome Trace Event "
@@ -343,7 +343,7 @@ std::span<const Field> run_fields() {
           "replica, loss, all-reduce buckets, optimizer, summaries, checkpoint and eval, and prints a per-phase time "
           "table when the window ends.",
           profile_fields)
-          .shown_when([](const void* o) { return static_cast<const RunSpec*>(o)->profile.has_value(); }),
+          .hidden_at_default(),
       field<&RunSpec::accumulation_steps>(
           "accumulation_steps",
           "Gradient accumulation: each replica's shard of a training batch runs as this many micro-batches of "
@@ -419,7 +419,7 @@ std::span<const Field> job_section_fields() {
               "Exports the inference graph during dtrain train, like Estimator's LatestExporter and BestExporter: into "
               "model_dir/export/<step>/model.onnx (what dtrain export writes). Absent: no export during training.",
               export_fields)
-              .shown_when([](const void* o) { return static_cast<const JobSpec*>(o)->export_spec.has_value(); })),
+              .hidden_at_default()),
   };
   return kFields;
 }
