@@ -19,6 +19,14 @@ Json layer_json(const LayerSpec& l) {
   return j;
 }
 
+// model.class_weight as written: "balanced" or {"id": weight}.
+Json class_weight_json(const ClassWeightSpec& c) {
+  if (c.balanced) return "balanced";
+  Json j = Json::object();
+  for (const auto& [id, w] : c.weights) j[std::to_string(id)] = w;
+  return j;
+}
+
 Json job_json(const JobSpec& job) {
   const ModelSpec& m = job.model;
   Json layers = Json::array();
@@ -35,6 +43,8 @@ Json job_json(const JobSpec& job) {
     inputs[in.name] = j;
   }
   Json model = {{named ? "inputs" : "input", named ? inputs : input}, {"layers", layers}, {"loss", m.loss}, {"metrics", m.metrics}};
+  // Only when given, so that other jobs' model_hash stays what it was.
+  if (m.class_weight.given()) model["class_weight"] = class_weight_json(m.class_weight);
   // Only with model.outputs, so that a one-output job's model_hash stays what it was.
   if (!m.outputs.empty()) {
     model.erase("loss");
@@ -42,6 +52,7 @@ Json job_json(const JobSpec& job) {
     Json outputs = Json::object();
     for (const ModelOutputSpec& o : m.outputs) {
       outputs[o.name] = {{"loss", o.loss}, {"labels", o.labels}, {"weight", o.weight}, {"metrics", o.metrics}};
+      if (o.class_weight.given()) outputs[o.name]["class_weight"] = class_weight_json(o.class_weight);
     }
     model["outputs"] = outputs;
   }

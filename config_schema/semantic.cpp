@@ -213,13 +213,40 @@ void check_early_stopping(const Node& root, std::vector<Issue>& out) {
                      " (loss or one of model.metrics)" + did_you_mean(metric->text, known)});
 }
 
+// class_weight's keys are class ids (0, 1, ...); the schema checked the rest.
+void check_class_weight(const Node* spec, const std::string& path, std::vector<Issue>& out) {
+  const Node* cw = spec != nullptr && spec->is_mapping() ? spec->find("class_weight") : nullptr;
+  if (!given(cw) || !cw->is_mapping()) return;
+  for (const auto& [key, value] : cw->entries) {
+    const bool id = !key.text.empty() && key.text.size() < 10 &&
+                    key.text.find_first_not_of("0123456789") == std::string::npos;
+    if (!id) {
+      out.push_back({key.loc, path + ".class_weight",
+                     "key \"" + key.text + "\" is not a class id; expected class ids 0, 1, ... as keys, e.g. {0: 1.0, "
+                     "1: 5.0}, or class_weight: balanced"});
+    }
+  }
+  if (cw->entries.empty()) {
+    out.push_back({cw->loc, path + ".class_weight", "has no class; expected {class id: weight}, e.g. {1: 5.0}, or balanced"});
+  }
+}
+
+void check_class_weights(const Node& root, std::vector<Issue>& out) {
+  const Node* model = root.find("model");
+  if (model == nullptr || !model->is_mapping()) return;
+  check_class_weight(model, "model", out);
+  const Node* outputs = model->find("outputs");
+  if (!given(outputs) || !outputs->is_mapping()) return;
+  for (const auto& [name, spec] : outputs->entries) check_class_weight(&spec, "model.outputs." + name.text, out);
+}
+
 // model.outputs replaces model.loss and model.metrics (the one-output shorthand).
 void check_model_outputs(const Node& root, std::vector<Issue>& out) {
   const Node* model = root.find("model");
   if (model == nullptr || !model->is_mapping()) return;
   const Node* outputs = model->find("outputs");
   if (!given(outputs)) return;
-  for (const char* key : {"loss", "metrics"}) {
+  for (const char* key : {"loss", "metrics", "class_weight"}) {
     if (const Node* n = model->find(key); given(n))
       out.push_back({n->loc, child_path("model", key),
                      std::string("given together with model.outputs; expected the ") + key +
@@ -265,6 +292,7 @@ std::vector<Issue> semantic_checks(const Node& root) {
   check_layer_names(root, out);
   check_model_inputs(root, out);
   check_model_outputs(root, out);
+  check_class_weights(root, out);
   check_devices(root, out);
   check_export(root, out);
   check_warm_start(root, out);

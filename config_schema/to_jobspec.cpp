@@ -75,6 +75,18 @@ void name_layers(std::vector<LayerSpec>& layers) {
   }
 }
 
+// model.class_weight: balanced, or {class id: weight} (semantic.cpp checked the keys).
+void read_class_weight(const Section& s, ClassWeightSpec& out) {
+  const Node* n = s.get("class_weight");
+  if (n == nullptr) return;
+  out.where = n->loc.str();
+  if (n->is_scalar()) {
+    out.balanced = n->text == "balanced";
+    return;
+  }
+  for (const auto& [k, v] : n->entries) out.weights.emplace_back(std::stoll(k.text), as_number(v));
+}
+
 void read_model(const Section& s, ModelSpec& m) {
   s.sub("input").read("shape", m.input_shape);
   s.sub("input").read("dtype", m.input_dtype);
@@ -97,6 +109,7 @@ void read_model(const Section& s, ModelSpec& m) {
   name_layers(m.layers);
   s.read("loss", m.loss);
   s.read("metrics", m.metrics);
+  read_class_weight(s, m.class_weight);
   if (const Node* outputs = s.get("outputs")) {
     for (const auto& [k, v] : outputs->entries) {
       ModelOutputSpec out{k.text, "", k.text, 1.0, {}, k.loc.str()};
@@ -104,6 +117,7 @@ void read_model(const Section& s, ModelSpec& m) {
       Section(&v).read("labels", out.labels);
       Section(&v).read("weight", out.weight);
       Section(&v).read("metrics", out.metrics);
+      read_class_weight(Section(&v), out.class_weight);
       m.outputs.push_back(std::move(out));
     }
   }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <optional>
 #include <cmath>
 #include <string_view>
 
@@ -91,10 +92,19 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
     if (!c) return c.error();
     label_col = *c;
   }
+  std::optional<size_t> weight_col;  // data.*.weight
+  if (!spec.weight.empty()) {
+    auto c = find_column(spec.weight, "weight", names, ncols, path, ctx.prefix);
+    if (!c) return c.error();
+    if (*c == label_col) {
+      return config_error(fmt::format("{}weight: column {} is the label column", ctx.prefix, column_label(names, *c)));
+    }
+    weight_col = *c;
+  }
   std::vector<size_t> feature_cols;
   if (spec.columns.empty()) {
     for (size_t c = 0; c < ncols; ++c) {
-      if (c != label_col) feature_cols.push_back(c);
+      if (c != label_col && c != weight_col) feature_cols.push_back(c);
     }
   } else {
     for (size_t i = 0; i < spec.columns.size(); ++i) {
@@ -114,7 +124,7 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
     feature_shape = spec.feature_shape;
   }
 
-  std::vector<float> features, labels;
+  std::vector<float> features, labels, weights;
   int64_t rows = 0;
   auto take_row = [&]() -> Status {
     if (fields.size() != ncols) {
@@ -135,6 +145,14 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
       if (Status s = parse(c, features); !s) return s;
     }
     if (Status s = parse(label_col, labels); !s) return s;
+    if (weight_col) {
+      if (Status s = parse(*weight_col, weights); !s) return s;
+      if (!std::isfinite(weights.back()) || weights.back() < 0.0f) {
+        return data_error(fmt::format("{}:{}:{}: weight \"{}\" (column {}) must be finite and >= 0", path,
+                                      reader.field_line(*weight_col), *weight_col + 1, fields[*weight_col],
+                                      column_label(names, *weight_col)));
+      }
+    }
     ++rows;
     return {};
   };
@@ -151,7 +169,12 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
 
   Shape fshape{rows};
   fshape.insert(fshape.end(), feature_shape.begin(), feature_shape.end());
-  return make_tensor_source(Tensor::from(fshape, features), Tensor::from(Shape{rows}, labels), path);
+  std::vector<Tensor> all_features;
+  all_features.push_back(Tensor::from(fshape, features));
+  std::vector<Tensor> all_labels;
+  all_labels.push_back(Tensor::from(Shape{rows}, labels));
+  return make_tensor_source(std::move(all_features), std::move(all_labels), path, {0},
+                            weight_col ? Tensor::from(Shape{rows}, weights) : Tensor());
 }
 
 }  // namespace dtrain

@@ -37,6 +37,9 @@ struct Batch {
   // The labels of the model's other outputs (model.outputs after the first),
   // each (B, its label shape...), by the same rows; empty for one output.
   std::vector<Tensor> extra_labels{};
+  // (B) example weights (data.*.weight: Keras' sample_weight), by the same
+  // rows; empty when the data gives none (every example weighs 1).
+  Tensor weights{};
   int64_t size() const { return features.empty() ? 0 : features.dim(0); }
 };
 

@@ -37,7 +37,7 @@ Result<std::vector<uint8_t>> read_file(const std::string& path) {
 }
 
 Result<SourcePtr> make_source(NpyArray features, NpyArray labels, const std::string& fname, const std::string& lname,
-                              const std::string& name) {
+                              const std::string& name, Tensor weights = {}) {
   if (features.shape.size() < 2) {
     return data_error(fmt::format("{}: features need at least 2 dimensions (count, features...) but shape is {}",
                                   fname, shape_str(features.shape)));
@@ -51,7 +51,31 @@ Result<SourcePtr> make_source(NpyArray features, NpyArray labels, const std::str
   }
   Shape fshape = features.shape;
   if (fshape.size() == 3) fshape.push_back(1);
-  return make_tensor_source(Tensor::from(fshape, features.values), Tensor::from(labels.shape, labels.values), name);
+  std::vector<Tensor> all_features;
+  all_features.push_back(Tensor::from(fshape, features.values));
+  std::vector<Tensor> all_labels;
+  all_labels.push_back(Tensor::from(labels.shape, labels.values));
+  return make_tensor_source(std::move(all_features), std::move(all_labels), name, {0}, std::move(weights));
+}
+
+// data.*.weight of an npz source: the array of that name, (N) or (N, 1), of
+// n weights, each finite and >= 0; an empty tensor without a weight.
+Result<Tensor> read_weights(const ZipArchive& zip, const DataSourceSpec& spec, const SourceContext& ctx,
+                            const std::string& path, int64_t n) {
+  if (spec.weight.empty()) return Tensor();
+  const std::string member = spec.weight + ".npy";
+  auto bytes = read_zip_member(zip, member);
+  if (!bytes) return data_error(fmt::format("{}weight \"{}\": {}", ctx.prefix, spec.weight, bytes.error().message));
+  auto array = parse_npy(*bytes, path + ": " + member);
+  if (!array) return array.error();
+  const bool column = array->shape.size() == 1 || (array->shape.size() == 2 && array->shape[1] == 1);
+  if (!column || array->shape[0] != n) {
+    return data_error(fmt::format("{}: {}: weights need shape ({}) (one per example) but the shape is {}", path,
+                                  member, n, shape_str(array->shape)));
+  }
+  Tensor w = Tensor::from(Shape{n}, array->values);
+  if (Status s = check_example_weights(w, path + ": " + member); !s) return s.error();
+  return w;
 }
 
 }  // namespace
@@ -220,7 +244,9 @@ Result<SourcePtr> load_named_arrays(const ZipArchive& zip, const DataSourceSpec&
     }
     features.push_back(Tensor::from(array->shape, array->values));
   }
-  return make_tensor_source(std::move(features), std::move(labels), path, {0});
+  auto weights = read_weights(zip, spec, ctx, path, n);
+  if (!weights) return weights.error();
+  return make_tensor_source(std::move(features), std::move(labels), path, {0}, std::move(*weights));
 }
 
 Result<SourcePtr> load_npz_source(const DataSourceSpec& spec, const SourceContext& ctx) {
@@ -238,8 +264,10 @@ Result<SourcePtr> load_npz_source(const DataSourceSpec& spec, const SourceContex
   if (!lbytes) return lbytes.error();
   auto labels = parse_npy(*lbytes, path + ": " + lname);
   if (!labels) return labels.error();
+  auto weights = read_weights(*zip, spec, ctx, path, labels->shape.empty() ? 0 : labels->shape[0]);
+  if (!weights) return weights.error();
   return make_source(std::move(features.value()), std::move(labels.value()), path + ": " + fname,
-                     path + ": " + lname, path);
+                     path + ": " + lname, path, std::move(*weights));
 }
 
 }  // namespace dtrain

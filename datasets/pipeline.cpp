@@ -184,6 +184,7 @@ class PipelineInput final : public Input {
       shape.insert(shape.begin(), b);
       out.extra_labels.emplace_back(shape);
     }
+    if (source_->has_weights()) out.weights = Tensor(Shape{b});
     std::vector<Status> status(static_cast<size_t>(chunks));
     pool_->run(chunks, [&](int c) {
       const int64_t lo = b * c / chunks, hi = b * (c + 1) / chunks;
@@ -205,6 +206,7 @@ class PipelineInput final : public Input {
           const int64_t row = num_elements(label_shapes[k]);
           std::copy_n(part->extra_labels[k].data(), (hi - lo) * row, out.extra_labels[k].data() + lo * row);
         }
+        if (!out.weights.empty()) std::copy_n(part->weights.data(), hi - lo, out.weights.data() + lo);
       } catch (const ErrorException& e) {
         status[static_cast<size_t>(c)] = e.error;
       } catch (const std::exception& e) {

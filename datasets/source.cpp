@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cassert>
 #include <cstring>
 #include <filesystem>
@@ -27,29 +28,33 @@ struct SourceFormat {
   const char* named_inputs = nullptr;
   // How the format gives labels per output by name; nullptr: it cannot.
   const char* named_labels = nullptr;
+  // How the format gives example weights (data.*.weight); nullptr: it cannot.
+  const char* weights = nullptr;
 };
 
 // One row per format; the only place a format name is looked up.
 constexpr SourceFormat kSourceFormats[] = {
     {"idx", &load_idx_source, nullptr},
-    {"csv", &load_csv_source, nullptr},
+    {"csv", &load_csv_source, nullptr, nullptr, nullptr, "a column"},
     {"synthetic", &make_synthetic_source, &synthetic_shapes},
     {"synthetic_sequence", &make_sequence_task_source, &sequence_task_shapes},
     {"tfrecord", &load_tfrecord_source, nullptr, "features named like the inputs"},
     {"npy", &load_npy_source, nullptr},
-    {"npz", &load_npz_source, nullptr, "arrays named like the inputs", "arrays named by each output's labels"},
+    {"npz", &load_npz_source, nullptr, "arrays named like the inputs", "arrays named by each output's labels",
+     "an array"},
     {"text", &load_text_source, &text_shapes},
 };
 
 class TensorSource final : public ExampleSource {
  public:
   TensorSource(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
-               std::vector<int64_t> file_starts)
+               std::vector<int64_t> file_starts, Tensor weights)
       : features_(std::move(features)),
         labels_(std::move(labels[0])),
         extra_labels_(std::make_move_iterator(labels.begin() + 1), std::make_move_iterator(labels.end())),
         name_(std::move(name)),
-        file_starts_(std::move(file_starts)) {}
+        file_starts_(std::move(file_starts)),
+        weights_(std::move(weights)) {}
 
   int64_t size() const override { return labels_.dim(0); }
   Shape feature_shape() const override { return example_shape(features_[0]); }
@@ -66,11 +71,13 @@ class TensorSource final : public ExampleSource {
   }
   std::string describe() const override { return name_; }
   std::vector<int64_t> file_starts() const override { return file_starts_; }
+  bool has_weights() const override { return !weights_.empty(); }
 
   Batch gather(const std::vector<int64_t>& indices, float scale) const override {
     Batch out{gather_rows(features_[0], indices, scale), gather_rows(labels_, indices, 1.0f), indices};
     for (size_t k = 1; k < features_.size(); ++k) out.extra_features.push_back(gather_rows(features_[k], indices, scale));
     for (const Tensor& l : extra_labels_) out.extra_labels.push_back(gather_rows(l, indices, 1.0f));
+    if (!weights_.empty()) out.weights = gather_rows(weights_, indices, 1.0f);
     return out;
   }
 
@@ -99,6 +106,7 @@ class TensorSource final : public ExampleSource {
   std::vector<Tensor> extra_labels_;  // the other outputs' labels, each (N, its shape...)
   std::string name_;
   std::vector<int64_t> file_starts_;  // ExampleSource::file_starts()
+  Tensor weights_;                    // (N) example weights, or empty
 };
 
 }  // namespace
@@ -132,9 +140,31 @@ Status check_source_outputs(const DataSourceSpec& spec, const std::vector<std::s
                                   prefix, spec.format, outputs.size(), names, can));
 }
 
+Status check_source_weights(const DataSourceSpec& spec, const std::string& prefix) {
+  if (spec.weight.empty()) return Status::Ok();
+  std::string can;
+  for (const SourceFormat& f : kSourceFormats) {
+    if (spec.format == f.name && f.weights != nullptr) return Status::Ok();
+    if (f.weights != nullptr) can += fmt::format("{}{} ({})", can.empty() ? "" : " or ", f.name, f.weights);
+  }
+  return config_error(fmt::format("{}weight: format {} cannot give example weights; use format {}", prefix,
+                                  spec.format, can));
+}
+
+Status check_example_weights(const Tensor& weights, const std::string& where) {
+  const float* w = weights.data();
+  for (int64_t i = 0; i < weights.numel(); ++i) {
+    if (!std::isfinite(w[i]) || w[i] < 0.0f) {
+      return data_error(fmt::format("{}: example {}'s weight is {}; weights must be finite and >= 0", where, i, w[i]));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<SourcePtr> load_source(const DataSourceSpec& spec, const SourceContext& ctx) {
   if (Status s = check_source_inputs(spec, ctx.inputs, ctx.prefix); !s) return s.error();
   if (Status s = check_source_outputs(spec, ctx.outputs, ctx.prefix); !s) return s.error();
+  if (Status s = check_source_weights(spec, ctx.prefix); !s) return s.error();
   std::string known;
   for (const SourceFormat& f : kSourceFormats) {
     if (spec.format == f.name) return f.load(spec, ctx);
@@ -174,12 +204,14 @@ SourcePtr make_tensor_source(std::vector<Tensor> features, Tensor labels, std::s
 }
 
 SourcePtr make_tensor_source(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
-                             std::vector<int64_t> file_starts) {
+                             std::vector<int64_t> file_starts, Tensor weights) {
   assert(!file_starts.empty() && file_starts[0] == 0 && std::is_sorted(file_starts.begin(), file_starts.end()));
   assert(!features.empty() && !labels.empty());
   for ([[maybe_unused]] const Tensor& f : features) assert(f.dim(0) == labels[0].dim(0));
   for ([[maybe_unused]] const Tensor& l : labels) assert(l.dim(0) == labels[0].dim(0));
-  return std::make_shared<TensorSource>(std::move(features), std::move(labels), std::move(name), std::move(file_starts));
+  assert(weights.empty() || (weights.rank() == 1 && weights.dim(0) == labels[0].dim(0)));
+  return std::make_shared<TensorSource>(std::move(features), std::move(labels), std::move(name), std::move(file_starts),
+                                        std::move(weights));
 }
 
 std::vector<Tensor> split_inputs(const std::vector<float>& rows, int64_t n, const std::vector<Shape>& shapes) {

@@ -47,6 +47,8 @@ class ExampleSource {
   // The element type of gather()'s features: float32, or kTokenDType
   // (datasets/token_ids.hpp) for sources of token ids.
   virtual DType feature_dtype() const { return DType::f32; }
+  // Whether gather() gives Batch::weights (data.*.weight).
+  virtual bool has_weights() const { return false; }
   // What the source found that start-up should print (the text source's
   // vocabulary and unigram entropy); "" when nothing.
   virtual std::string summary() const { return ""; }
@@ -75,6 +77,13 @@ struct SourceContext {
 // callers use it to refuse a job before any data is read.
 Status check_source_inputs(const DataSourceSpec& spec, const std::vector<std::string>& inputs,
                            const std::string& prefix);
+
+// A kConfig error when spec gives a weight (data.*.weight) and its format
+// cannot give example weights.
+Status check_source_weights(const DataSourceSpec& spec, const std::string& prefix);
+// A kData error naming `where` and the example when a weight (N) is not
+// finite or is negative.
+Status check_example_weights(const Tensor& weights, const std::string& where);
 
 // The same for several outputs (`outputs`, as SourceContext::outputs): a
 // kConfig error when spec's format cannot give labels per output by name.
@@ -125,9 +134,10 @@ SourcePtr make_tensor_source(Tensor features, Tensor labels, std::string name, s
 SourcePtr make_tensor_source(std::vector<Tensor> features, Tensor labels, std::string name,
                              std::vector<int64_t> file_starts);
 // The same for several outputs: labels[0] is gather()'s labels, the others
-// its extra_labels. REQUIRES: every tensor has the same number of rows.
+// its extra_labels; `weights` (N) or empty: gather()'s Batch::weights.
+// REQUIRES: every tensor has the same number of rows.
 SourcePtr make_tensor_source(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
-                             std::vector<int64_t> file_starts);
+                             std::vector<int64_t> file_starts, Tensor weights = {});
 
 // Rows of concatenated inputs, `rows` (N, sum of the shapes' sizes) in
 // row-major order, as one tensor (N, shape...) per shape.

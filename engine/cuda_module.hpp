@@ -128,9 +128,12 @@ class GpuBackend {
                          float* mask, float* y, int64_t rows, int64_t per) = 0;
   // Sparse softmax cross-entropy per row of logits (rows, classes), labels
   // (rows) as floats: host_row_losses (host, rows) := lse - logit[label], NaN
-  // for a bad label; dlogits (or null) := row_scale (softmax - onehot). Waits.
+  // for a bad label; dlogits (or null) := row_scale (softmax - onehot). With
+  // example weights (device, rows / positions; null: none) row r's loss and
+  // gradient are multiplied by weights[r / positions]. Waits.
   virtual Status sparse_xent(int32_t device, const float* logits, const float* labels, float* dlogits,
-                             float row_scale, double* host_row_losses, int64_t rows, int64_t classes) = 0;
+                             float row_scale, double* host_row_losses, int64_t rows, int64_t classes,
+                             const float* weights, int64_t positions) = 0;
   // The sum of x^2 in double; the number of non-finite elements. Wait.
   virtual Result<double> sum_squares(int32_t device, const float* x, int64_t n) = 0;
   virtual Result<int64_t> count_nonfinite(int32_t device, const float* x, int64_t n) = 0;
@@ -169,7 +172,7 @@ using DtrainCudaModuleEntry = const DtrainCudaModule* (*)() noexcept;
 
 }  // extern "C"
 
-inline constexpr uint32_t kDtrainCudaModuleAbi = 4;
+inline constexpr uint32_t kDtrainCudaModuleAbi = 5;
 inline constexpr const char* kDtrainCudaModuleEntry = "dtrain_cuda_module";
 inline constexpr const char* kDtrainCudaModuleFile = "libdtrain_cuda.so";
 

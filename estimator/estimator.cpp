@@ -73,6 +73,7 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
   for (const auto& [role, spec] : roles) {
     if (!*spec) continue;
     const std::string prefix = ((*spec)->where.empty() ? "" : (*spec)->where + ": ") + "data." + role + ": ";
+    if (Status s = check_source_weights(**spec, prefix); !s) return s;
     if (program.outputs.size() > 1) {
       InputOptions names;
       set_model_outputs(names, program);

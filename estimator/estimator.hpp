@@ -209,6 +209,10 @@ class Estimator {
   Result<std::unique_ptr<Input>> open_input(const DataSourceSpec& spec, const char* role, int64_t batch,
                                             VocabularyPtr vocabulary, bool split_over_workers);
   Status write_eval_outputs(const EvalResult& r);
+  // class_weight: balanced: counts the classes of data.train's labels (all
+  // of them, one pass, in every task alike), sets the outputs' weights and
+  // logs them; nothing when no output asks for it.
+  Status resolve_balanced_class_weights(const DataSourceSpec& train_spec, int64_t batch);
   // eval.early_stopping's metric (REQUIRES: the job has early_stopping), and
   // its value in `r` (NaN when absent).
   const std::string& early_metric() const { return job_.eval.early_stopping->metric; }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <numeric>
 
 #include "engine/base/device.hpp"
 #include "engine/io/file_util.hpp"
@@ -131,6 +132,7 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   log_.end_progress();  // an error is printed on a clean line
   if (!input) return input.error();
   t.input = std::move(*input);
+  if (Status s = resolve_balanced_class_weights(train_spec, batch); !s) return s;
   // A streaming input continues from its saved state; without one (a worker
   // other than the chief, an older checkpoint) it replays the batches' records.
   if (Status s = t.input->restore_state(restored_input_position_, chief ? restored_input_state_ : ""); !s) return s;
@@ -211,6 +213,54 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   t.poll_early_stop =
       in_cluster && chief && job_.eval.early_stopping && evaluate_during && job_.data.eval && has_evaluator;
   t.early = std::move(early);
+  return Status::Ok();
+}
+
+Status Estimator::resolve_balanced_class_weights(const DataSourceSpec& train_spec, int64_t batch) {
+  std::vector<size_t> balanced;
+  for (size_t j = 0; j < program_.outputs.size(); ++j) {
+    if (program_.outputs[j].class_weights.balanced) balanced.push_back(j);
+  }
+  if (balanced.empty()) return Status::Ok();
+  // Every example once, in file order, whatever the job's order and shard:
+  // every task gets the same counts.
+  DataSourceSpec once = train_spec;
+  once.shuffle = 0;
+  once.repeat = false;
+  once.prefetch = 0;
+  once.shard = "off";
+  log_.status("counting data.train's classes for class_weight: balanced");
+  auto input = open_input(once, "train", batch, vocabulary_, false);
+  if (!input) {
+    log_.end_progress();
+    return input.error();
+  }
+  std::vector<std::vector<int64_t>> counts(program_.outputs.size());
+  for (size_t j : balanced) counts[j].assign(static_cast<size_t>(program_.outputs[j].class_weights.classes), 0);
+  for (;;) {
+    auto next = (*input)->next();
+    if (!next) {
+      log_.end_progress();
+      return next.error();
+    }
+    if (!next->has_value()) break;
+    const Batch& b = **next;
+    for (size_t j : balanced) {
+      const Tensor& labels = j == 0 ? b.labels : b.extra_labels.at(j - 1);
+      for (int64_t c : example_classes(program_.outputs[j].class_weights, labels)) {
+        if (c >= 0) ++counts[j][static_cast<size_t>(c)];
+      }
+    }
+  }
+  log_.end_progress();
+  for (size_t j : balanced) {
+    ClassWeights& w = program_.outputs[j].class_weights;
+    w.per_class = balanced_class_weights(counts[j]);
+    const std::string name = program_.outputs[j].name.empty() ? "" : " of output " + program_.outputs[j].name;
+    log_.info(fmt::format("class_weight: balanced{} from {} examples of data.train: {}", name,
+                          std::accumulate(counts[j].begin(), counts[j].end(), int64_t{0}),
+                          describe_class_weights(w.per_class)));
+  }
   return Status::Ok();
 }
 

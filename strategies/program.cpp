@@ -20,6 +20,10 @@ Result<Program> make_program(const JobSpec& job) {
     auto loss = make_loss(job.model.loss);
     if (!loss) return config_error(fmt::format("{}: model.loss: {}", job.source_path, loss.error().message));
     p.outputs.push_back({"", std::move(*loss), 1.0f, "", "", 0, job.model.metrics.size()});
+    auto cw = make_class_weights(job.model.class_weight, *parse_loss_kind(job.model.loss), p.model->output_shape(),
+                                 fmt::format("{}: model.class_weight", job.model.class_weight.where));
+    if (!cw) return cw.error();
+    p.outputs.back().class_weights = std::move(*cw);
     for (const std::string& name : job.model.metrics) {
       auto m = make_metric(name, job.model.loss);
       if (!m) return config_error(fmt::format("{}: model.metrics: {}", job.source_path, m.error().message));
@@ -35,6 +39,10 @@ Result<Program> make_program(const JobSpec& job) {
     const Shape& shape = p.model->outputs()[j].shape;
     p.outputs.push_back({o.name, std::move(*loss), static_cast<float>(o.weight), o.labels, o.where, p.metrics.size(),
                          o.metrics.size() + 1});
+    auto cw = make_class_weights(o.class_weight, *parse_loss_kind(o.loss), shape,
+                                 fmt::format("{}: model.outputs.{}.class_weight", o.class_weight.where, o.name));
+    if (!cw) return cw.error();
+    p.outputs.back().class_weights = std::move(*cw);
     auto mean = make_metric("mean_loss", o.loss);
     if (!mean) return config_error(fmt::format("{}: {}", at, mean.error().message));
     add_metric(std::move(*mean), "loss/" + o.name, shape);

@@ -15,6 +15,7 @@
 #include "engine/ops/context.hpp"
 #include "engine/optim/loss_scale.hpp"
 #include "engine/optim/optimizer.hpp"
+#include "strategies/class_weights.hpp"
 
 namespace dtrain {
 
@@ -29,6 +30,9 @@ struct ProgramOutput {
   // Its metrics: Program::metrics[first_metric, first_metric + num_metrics).
   // With model.outputs the first is a mean_loss tagged loss/NAME.
   size_t first_metric = 0, num_metrics = 0;
+  // model.class_weight (or the output's): training only. Balanced weights
+  // are filled from the training labels before the first step.
+  ClassWeights class_weights{};
 };
 
 struct Program {

@@ -81,20 +81,26 @@ StepOutput run_replica(const Program& program, ReplicaState& rs, const Batch& ba
   std::vector<Tensor> doutputs(n);
   std::optional<ProfileScope> loss_scope;  // the losses, their gradients and the metrics
   if (program.profiler) loss_scope.emplace(program.profiler, "loss");
+  rs.example_weights.resize(n);
   for (size_t j = 0; j < n; ++j) {
     const ProgramOutput& o = program.outputs[j];
     const Tensor& logits = program.model->output(rs, j);
-    const double loss_sum =
-        o.loss->forward_backward(logits, ys[j], training ? &doutputs[j] : nullptr, grad_scale * o.weight, rs.ctx);
+    const Tensor host_y = j == 0 ? batch.labels.rows(begin, end) : batch.extra_labels[j - 1].rows(begin, end);
+    // Class weights (training) times the data's weights; empty: none.
+    const Tensor host_w = example_weights(o.class_weights, host_y,
+                                          batch.weights.empty() ? Tensor() : batch.weights.rows(begin, end), training);
+    const Tensor w = host_w.empty() ? Tensor() : on_replica(rs, rs.example_weights[j], host_w);
+    const double loss_sum = o.loss->forward_backward(logits, ys[j], training ? &doutputs[j] : nullptr,
+                                                     grad_scale * o.weight, rs.ctx, w.empty() ? nullptr : &w);
     out.loss_sum += o.weight * loss_sum;
     if (o.num_metrics == 0 && training) continue;
     // Metrics count on the host, from host copies of the output and labels;
     // evaluation keeps the predictions too (the evaluation report's input).
     const Tensor host_logits = logits.to_host();
     if (!training) out.predictions.push_back(o.loss->predictions(host_logits));
-    const Tensor host_y = j == 0 ? batch.labels.rows(begin, end) : batch.extra_labels[j - 1].rows(begin, end);
     for (size_t i = o.first_metric; i < o.first_metric + o.num_metrics; ++i) {
-      program.metrics[i]->update(host_logits, host_y, loss_sum, program.metric_state(out.metric_state, i));
+      program.metrics[i]->update(host_logits, host_y, loss_sum, program.metric_state(out.metric_state, i),
+                                 host_w.empty() ? nullptr : host_w.data());
     }
   }
   loss_scope.reset();

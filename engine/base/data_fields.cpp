@@ -240,6 +240,15 @@ std::span<const Field> data_source_fields() {
           .shaped(R"({"type": "string", "minLength": 1})"),
       field<&DataSourceSpec::labels_array>("labels_array", "npz: the name of the labels array in the archive.")
           .shaped(R"({"type": "string", "minLength": 1})"),
+      field<&DataSourceSpec::weight>(
+          "weight",
+          "Per-example weights (Keras' sample_weight): csv: the column, by name (with header) or 0-based index, "
+          "which is then not a feature; npz: the name of an array of N weights. Each example's loss, its gradient and "
+          "its count in the metrics (accuracy, precision, recall, mean_absolute_error) are multiplied by its weight, "
+          "in training and in evaluation; the loss is still divided by the batch size, as Keras does. Weights must be "
+          "finite and >= 0. Not given: every example weighs 1. Other formats cannot give weights.")
+          .shaped(R"({"type": ["string", "integer"]})")
+          .shown_when([](const void* o) { return !static_cast<const DataSourceSpec*>(o)->weight.empty(); }),
       field<&DataSourceSpec::unit>(
           "unit",
           "text: the token unit. char: the UTF-8 characters of the files (invalid UTF-8 is a data error naming the "

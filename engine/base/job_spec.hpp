@@ -48,6 +48,17 @@ struct ModelInputSpec {
 };
 
 // One output of the model with its loss (model.outputs' entries).
+// model.class_weight (or an output's): per class id, the factor of an
+// example's training loss (Keras' class_weight); classes not listed weigh 1.
+// balanced: n / (classes x count of the class) over the training labels
+// (scikit-learn's compute_class_weight("balanced")).
+struct ClassWeightSpec {
+  bool balanced = false;
+  std::vector<std::pair<int64_t, double>> weights;  // (class id, weight), in file order
+  std::string where;                                // "job.yaml:12:3" of the value
+  bool given() const { return balanced || !weights.empty(); }
+};
+
 struct ModelOutputSpec {
   std::string name;                   // the layer it is (its key)
   std::string loss;                   // as ModelSpec::loss
@@ -55,6 +66,7 @@ struct ModelOutputSpec {
   double weight = 1.0;                // total loss = sum of weight x this output's loss
   std::vector<std::string> metrics;   // as ModelSpec::metrics
   std::string where;                  // "job.yaml:9:5" of its key
+  ClassWeightSpec class_weight{};     // as ModelSpec::class_weight
 };
 
 struct ModelSpec {
@@ -69,6 +81,7 @@ struct ModelSpec {
   std::vector<LayerSpec> layers;
   std::string loss = "sparse_softmax_cross_entropy";  // | softmax_cross_entropy | sigmoid_cross_entropy | mean_squared_error
   std::vector<std::string> metrics;  // accuracy | mean_loss | precision | recall | mean_absolute_error
+  ClassWeightSpec class_weight;      // of the one-output shorthand
   // model.outputs in file order; empty: one output, the last layer, with
   // loss and metrics above (the shorthand).
   std::vector<ModelOutputSpec> outputs;
@@ -196,6 +209,9 @@ struct DataSourceSpec {
   std::string label_feature;         // tfrecord: the feature that holds the label
   std::string features_array = "images";  // npz: array name of the features
   std::string labels_array = "labels";    // npz: array name of the labels
+  // csv: the column (name or index) of per-example weights; npz: the array
+  // (N) of them. "" = every example weighs 1.
+  std::string weight;
   std::string unit = "char";           // text: char (UTF-8 characters) | byte
   int64_t sequence_length = 0;         // text: tokens per example (0 = not given: an error for text)
   std::optional<int64_t> stride;       // text: tokens between window starts; default sequence_length

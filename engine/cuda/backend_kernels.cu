@@ -86,8 +86,9 @@ __global__ void sum_rows_kernel(const float* x, float* out, int64_t rows, int64_
 }
 
 // One thread per row, in the CPU loss's order (engine/kernels/losses.cpp).
-__global__ void sparse_xent_kernel(const float* logits, const float* labels, float* dlogits, float row_scale,
-                                   double* row_loss, int64_t rows, int64_t c) {
+__global__ void sparse_xent_kernel(const float* logits, const float* labels, float* dlogits, float row_scale_in,
+                                   double* row_loss, int64_t rows, int64_t c, const float* weights,
+                                   int64_t positions) {
   for (int64_t r = global_thread(); r < rows; r += grid_threads()) {
     const float* x = logits + r * c;
     float m = x[0];
@@ -99,7 +100,10 @@ __global__ void sparse_xent_kernel(const float* logits, const float* labels, flo
     const bool valid = label >= 0.0f && label < static_cast<float>(c) && label == floorf(label);
     const int64_t k = valid ? static_cast<int64_t>(label) : 0;
     row_loss[r] = valid ? lse - static_cast<double>(x[k]) : nan("");
+    const float weight = weights != nullptr ? weights[r / positions] : 1.0f;
+    if (weights != nullptr) row_loss[r] *= static_cast<double>(weight);
     if (dlogits == nullptr) continue;
+    const float row_scale = weights != nullptr ? __fmul_rn(row_scale_in, weight) : row_scale_in;
     float* g = dlogits + r * c;
     const float l = static_cast<float>(lse);
     for (int64_t j = 0; j < c; ++j) g[j] = valid ? __fmul_rn(row_scale, expf(__fsub_rn(x[j], l))) : nanf("");
@@ -183,10 +187,10 @@ Status sum_rows(const float* x, float* out, int64_t rows, int64_t cols, cudaStre
 }
 
 Status sparse_xent_rows(const float* logits, const float* labels, float* dlogits, float row_scale, double* row_loss,
-                        int64_t rows, int64_t classes, cudaStream_t stream) {
+                        int64_t rows, int64_t classes, const float* weights, int64_t positions, cudaStream_t stream) {
   if (rows <= 0) return {};
   sparse_xent_kernel<<<grid_for(rows), kThreadsPerBlock, 0, stream>>>(logits, labels, dlogits, row_scale, row_loss,
-                                                                      rows, classes);
+                                                                      rows, classes, weights, positions);
   return DTRAIN_CUDA_LAUNCH_STATUS("sparse_xent_kernel");
 }
 

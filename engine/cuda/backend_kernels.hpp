@@ -36,8 +36,9 @@ Status sum_rows(const float* x, float* out, int64_t rows, int64_t cols, cudaStre
 // row_loss[r] = lse(x_r) - x_r[label_r] (NaN for a label that is not an
 // integer in [0, classes)), and when dlogits is not null dlogits_r =
 // row_scale * softmax(x_r) - row_scale * onehot(label_r) (NaN row for a bad label).
+// weights (or null): row r's loss and gradient times weights[r / positions].
 Status sparse_xent_rows(const float* logits, const float* labels, float* dlogits, float row_scale, double* row_loss,
-                        int64_t rows, int64_t classes, cudaStream_t stream);
+                        int64_t rows, int64_t classes, const float* weights, int64_t positions, cudaStream_t stream);
 // Deterministic partial reductions: kReduceBlocks partials (double) of sum x^2
 // or of the count of non-finite x, to be added on the host in index order.
 inline constexpr int kReduceBlocks = 256;

@@ -269,14 +269,16 @@ class CudaBackend final : public GpuBackend {
   }
 
   Status sparse_xent(int32_t device, const float* logits, const float* labels, float* dlogits, float row_scale,
-                     double* host_row_losses, int64_t rows, int64_t classes) override {
+                     double* host_row_losses, int64_t rows, int64_t classes, const float* weights,
+                     int64_t positions) override {
     return run(device, [&](GpuDevice& dev) -> Status {
       if (rows <= 0) return {};
       Result<CachedBuffer> losses =
           dev.allocator.allocate_buffer(static_cast<size_t>(rows) * sizeof(double), stream_id(dev.compute));
       if (!losses.ok()) return losses.error();
       auto* d = static_cast<double*>(losses->get());
-      if (Status s = sparse_xent_rows(logits, labels, dlogits, row_scale, d, rows, classes, stream(dev)); !s.ok()) {
+      if (Status s = sparse_xent_rows(logits, labels, dlogits, row_scale, d, rows, classes, weights, positions,
+                                      stream(dev)); !s.ok()) {
         return s;
       }
       return read_back(dev, d, host_row_losses, static_cast<size_t>(rows));

@@ -29,8 +29,13 @@ class Loss {
   // grad_scale * d(sum)/d(logits).
   // Every tensor lives on ctx.device; dlogits is (re)allocated there. The
   // sum comes back to the host (a counted copy on a non-host device).
+  // `weights`, when not null, is (B) float32 example weights on ctx.device:
+  // each example's loss and gradient are multiplied by its weight (the sum
+  // is then the weighted sum; grad_scale still divides by the global batch,
+  // as Keras' sample_weight with its sum-over-batch-size reduction).
   virtual double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
-                                  const ops::Context& ctx = ops::host_context()) const = 0;
+                                  const ops::Context& ctx = ops::host_context(),
+                                  const Tensor* weights = nullptr) const = 0;
   // Host tensors. Model output -> predictions: softmax probabilities (softmax losses),
   // sigmoid probabilities (sigmoid_cross_entropy), identity (mean_squared_error).
   virtual Tensor predictions(const Tensor& logits) const = 0;

@@ -25,9 +25,9 @@ class SoftmaxCrossEntropy final : public Loss {
   }
 
   double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
-                          const ops::Context& ctx) const override {
+                          const ops::Context& ctx, const Tensor* weights) const override {
     prepare_dlogits(logits, dlogits);
-    const double total = ops::softmax_cross_entropy(ctx, logits, labels, grad_scale, dlogits);
+    const double total = ops::softmax_cross_entropy(ctx, logits, labels, grad_scale, dlogits, weights);
     count_loss_read(ctx);
     return total;
   }

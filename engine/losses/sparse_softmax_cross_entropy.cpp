@@ -38,9 +38,9 @@ class SparseSoftmaxCrossEntropy final : public Loss {
   // A label that is not an integer in [0, C) gives that example a NaN loss
   // and NaN gradient row (check_labels reports it properly beforehand).
   double forward_backward(const Tensor& logits, const Tensor& labels, Tensor* dlogits, float grad_scale,
-                          const ops::Context& ctx) const override {
+                          const ops::Context& ctx, const Tensor* weights) const override {
     prepare_dlogits(logits, dlogits);
-    const double total = ops::sparse_softmax_cross_entropy(ctx, logits, labels, grad_scale, dlogits);
+    const double total = ops::sparse_softmax_cross_entropy(ctx, logits, labels, grad_scale, dlogits, weights);
     count_loss_read(ctx);
     return total;
   }

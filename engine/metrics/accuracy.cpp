@@ -15,25 +15,37 @@ class Accuracy final : public Metric {
   std::string name() const override { return "accuracy"; }
   size_t state_size(const Shape&) const override { return 2; }
 
-  void update(const Tensor& logits, const Tensor& labels, double, std::span<double> state) const override {
+  void update(const Tensor& logits, const Tensor& labels, double, std::span<double> state,
+              const float* weights) const override {
     assert(state.size() == 2);
     const int64_t c = classes(logits);
     const int64_t rows = c == 0 ? 0 : logits.numel() / c;  // B x positions
     const float* x = logits.data();
     const float* y = labels.data();
+    const int64_t b = logits.dim(0);
+    const int64_t positions = b == 0 ? 1 : rows / b;
     double correct = 0.0, count = 0.0;
     switch (loss_) {
       case LossKind::kSparseSoftmaxCrossEntropy:
-        for (int64_t i = 0; i < rows; ++i) correct += static_cast<float>(argmax_row(x + i * c, c)) == y[i] ? 1.0 : 0.0;
-        count = static_cast<double>(rows);
+        for (int64_t i = 0; i < rows; ++i) {
+          const double w = element_weight(weights, i, positions);
+          correct += static_cast<float>(argmax_row(x + i * c, c)) == y[i] ? w : 0.0;
+          count += w;
+        }
         break;
       case LossKind::kSoftmaxCrossEntropy:
-        for (int64_t i = 0; i < rows; ++i) correct += argmax_row(x + i * c, c) == argmax_row(y + i * c, c) ? 1.0 : 0.0;
-        count = static_cast<double>(rows);
+        for (int64_t i = 0; i < rows; ++i) {
+          const double w = element_weight(weights, i, positions);
+          correct += argmax_row(x + i * c, c) == argmax_row(y + i * c, c) ? w : 0.0;
+          count += w;
+        }
         break;
       case LossKind::kSigmoidCrossEntropy:
-        for (int64_t j = 0; j < logits.numel(); ++j) correct += (x[j] > 0.0f) == (y[j] > 0.5f) ? 1.0 : 0.0;
-        count = static_cast<double>(logits.numel());
+        for (int64_t j = 0; j < logits.numel(); ++j) {
+          const double w = element_weight(weights, j, per_example(logits));
+          correct += (x[j] > 0.0f) == (y[j] > 0.5f) ? w : 0.0;
+          count += w;
+        }
         break;
       case LossKind::kMeanSquaredError:
         assert(false && "make_metric rejects accuracy for mean_squared_error");

@@ -18,27 +18,36 @@ class MeanAbsoluteError final : public Metric {
   std::string name() const override { return "mean_absolute_error"; }
   size_t state_size(const Shape&) const override { return 2; }
 
-  void update(const Tensor& logits, const Tensor& labels, double, std::span<double> state) const override {
+  void update(const Tensor& logits, const Tensor& labels, double, std::span<double> state,
+              const float* weights) const override {
     assert(state.size() == 2 && labels.numel() == logits.numel());
     const float* x = logits.data();
     const float* y = labels.data();
     const int64_t n = logits.numel();
-    double sum = 0.0;
+    const int64_t per = per_example(logits);
+    double sum = 0.0, count = 0.0;
     if (loss_ == LossKind::kSoftmaxCrossEntropy) {
-      const int64_t c = per_example(logits);
-      std::vector<float> p(static_cast<size_t>(c));
+      std::vector<float> p(static_cast<size_t>(per));
       for (int64_t i = 0; i < logits.dim(0); ++i) {
-        const float* row = x + i * c;
-        kernels::softmax_from_lse(row, kernels::log_sum_exp(row, c), 1.0f, p.data(), c);
-        for (int64_t j = 0; j < c; ++j) sum += std::fabs(static_cast<double>(p[static_cast<size_t>(j)]) - y[i * c + j]);
+        const float* row = x + i * per;
+        const double w = element_weight(weights, i * per, per);
+        kernels::softmax_from_lse(row, kernels::log_sum_exp(row, per), 1.0f, p.data(), per);
+        for (int64_t j = 0; j < per; ++j) {
+          sum += w * std::fabs(static_cast<double>(p[static_cast<size_t>(j)]) - y[i * per + j]);
+          count += w;
+        }
       }
-    } else if (loss_ == LossKind::kSigmoidCrossEntropy) {
-      for (int64_t j = 0; j < n; ++j) sum += std::fabs(static_cast<double>(kernels::stable_sigmoid(x[j])) - y[j]);
     } else {
-      for (int64_t j = 0; j < n; ++j) sum += std::fabs(static_cast<double>(x[j]) - y[j]);
+      const bool sigmoid = loss_ == LossKind::kSigmoidCrossEntropy;
+      for (int64_t j = 0; j < n; ++j) {
+        const double w = element_weight(weights, j, per);
+        const double prediction = sigmoid ? static_cast<double>(kernels::stable_sigmoid(x[j])) : x[j];
+        sum += w * std::fabs(prediction - y[j]);
+        count += w;
+      }
     }
     state[0] += sum;
-    state[1] += static_cast<double>(n);
+    state[1] += count;
   }
 
   double result(std::span<const double> state) const override { return ratio_or_zero(state[0], state[1]); }

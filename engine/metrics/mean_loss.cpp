@@ -11,7 +11,8 @@ class MeanLoss final : public Metric {
   std::string name() const override { return "mean_loss"; }
   size_t state_size(const Shape&) const override { return 2; }
 
-  void update(const Tensor& logits, const Tensor&, double loss_sum, std::span<double> state) const override {
+  void update(const Tensor& logits, const Tensor&, double loss_sum, std::span<double> state,
+              const float*) const override {
     assert(state.size() == 2);
     state[0] += loss_sum;
     state[1] += static_cast<double>(logits.dim(0));

@@ -20,8 +20,12 @@ class Metric {
   virtual size_t state_size(const Shape& output) const = 0;
   // logits: (B, out...) model output; labels as for the loss; loss_sum: the
   // loss summed over these B examples. Adds this batch into `state`.
-  virtual void update(const Tensor& logits, const Tensor& labels, double loss_sum,
-                      std::span<double> state) const = 0;
+  // `weights`, when not null, holds B example weights (host): every decision
+  // or element of example i counts w[i] times (Keras' sample_weight), so a
+  // ratio is sum(w * hit) / sum(w). mean_loss takes the (already weighted)
+  // loss_sum over B, as the training loss is reported.
+  virtual void update(const Tensor& logits, const Tensor& labels, double loss_sum, std::span<double> state,
+                      const float* weights = nullptr) const = 0;
   virtual double result(std::span<const double> state) const = 0;
 };
 

@@ -34,6 +34,12 @@ inline int64_t per_example(const Tensor& logits) {
 // Number of classes of softmax logits (B, P..., C): the last dimension.
 inline int64_t classes(const Tensor& logits) { return logits.rank() < 2 ? 1 : logits.dim(-1); }
 
+// The weight of element `k` of a batch whose examples have `per` elements
+// each: weights[k / per], or 1 without weights.
+inline double element_weight(const float* weights, int64_t k, int64_t per) {
+  return weights != nullptr ? static_cast<double>(weights[k / per]) : 1.0;
+}
+
 // a / b, or 0 when b == 0 (Keras' div_no_nan for an empty metric).
 inline double ratio_or_zero(double a, double b) { return b == 0.0 ? 0.0 : a / b; }
 

@@ -26,7 +26,8 @@ class PrecisionRecall final : public Metric {
     return 3 * static_cast<size_t>(output.empty() ? 1 : output.back());
   }
 
-  void update(const Tensor& logits, const Tensor& labels, double, std::span<double> state) const override {
+  void update(const Tensor& logits, const Tensor& labels, double, std::span<double> state,
+              const float* weights) const override {
     const float* x = logits.data();
     const float* y = labels.data();
     if (loss_ == LossKind::kSigmoidCrossEntropy) {
@@ -34,9 +35,10 @@ class PrecisionRecall final : public Metric {
       double tp = 0.0, fp = 0.0, fn = 0.0;
       for (int64_t j = 0; j < logits.numel(); ++j) {
         const bool predicted = x[j] > 0.0f, actual = y[j] > 0.5f;
-        tp += predicted && actual ? 1.0 : 0.0;
-        fp += predicted && !actual ? 1.0 : 0.0;
-        fn += !predicted && actual ? 1.0 : 0.0;
+        const double w = element_weight(weights, j, per_example(logits));
+        tp += predicted && actual ? w : 0.0;
+        fp += predicted && !actual ? w : 0.0;
+        fn += !predicted && actual ? w : 0.0;
       }
       state[0] += tp;
       state[1] += fp;
@@ -46,7 +48,9 @@ class PrecisionRecall final : public Metric {
     const int64_t c = classes(logits);
     const int64_t rows = c == 0 ? 0 : logits.numel() / c;  // B x positions: each one decision
     assert(state.size() == 3 * static_cast<size_t>(c));
+    const int64_t positions = logits.dim(0) == 0 ? 1 : rows / logits.dim(0);
     for (int64_t i = 0; i < rows; ++i) {
+      const double w = element_weight(weights, i, positions);
       const int64_t predicted = argmax_row(x + i * c, c);
       int64_t actual = 0;
       if (loss_ == LossKind::kSparseSoftmaxCrossEntropy) {
@@ -58,11 +62,11 @@ class PrecisionRecall final : public Metric {
         actual = argmax_row(y + i * c, c);
       }
       if (predicted == actual) {
-        state[static_cast<size_t>(3 * predicted)] += 1.0;
+        state[static_cast<size_t>(3 * predicted)] += w;
         continue;
       }
-      state[static_cast<size_t>(3 * predicted + 1)] += 1.0;
-      if (actual >= 0) state[static_cast<size_t>(3 * actual + 2)] += 1.0;
+      state[static_cast<size_t>(3 * predicted + 1)] += w;
+      if (actual >= 0) state[static_cast<size_t>(3 * actual + 2)] += w;
     }
   }
 

@@ -60,6 +60,7 @@ struct ReplicaState {
   Tensor features, labels;
   std::vector<Tensor> extra_features;
   std::vector<Tensor> extra_labels;  // the labels of the outputs after the first
+  std::vector<Tensor> example_weights;  // per output: the shard's example weights (when weighted)
 };
 
 // One input of the model (model.input, or an entry of model.inputs).

@@ -140,9 +140,10 @@ void dropout(const Device& d, uint64_t key, int64_t example_offset, float rate, 
 }
 
 void sparse_xent(const Device& d, const float* logits, const float* labels, float* dlogits, float row_scale,
-                 double* row_losses, int64_t rows, int64_t classes) {
+                 double* row_losses, int64_t rows, int64_t classes, const float* weights, int64_t positions) {
   check("sparse_softmax_cross_entropy", d,
-        backend().sparse_xent(d.index, logits, labels, dlogits, row_scale, row_losses, rows, classes));
+        backend().sparse_xent(d.index, logits, labels, dlogits, row_scale, row_losses, rows, classes, weights,
+                              positions));
 }
 
 double sum_squares(const Device& d, const float* x, int64_t n) {

@@ -78,9 +78,10 @@ void dropout(const Device& d, uint64_t key, int64_t example_offset, float rate, 
              int64_t rows, int64_t per);
 
 // sparse softmax cross-entropy: row_losses (host, rows) := lse - logit[label]
-// per row; dlogits (or null) := row_scale (softmax - onehot). Waits.
+// per row; dlogits (or null) := row_scale (softmax - onehot); with example
+// weights (device; null: none) row r's times weights[r / positions]. Waits.
 void sparse_xent(const Device& d, const float* logits, const float* labels, float* dlogits, float row_scale,
-                 double* row_losses, int64_t rows, int64_t classes);
+                 double* row_losses, int64_t rows, int64_t classes, const float* weights, int64_t positions);
 
 // sum of x^2 in double; the number of non-finite elements. Wait.
 double sum_squares(const Device& d, const float* x, int64_t n);

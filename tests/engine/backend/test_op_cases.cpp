@@ -38,7 +38,7 @@ Tensor values(const Shape& shape, uint64_t seed, float lo, float hi) {
   return test::seeded_tensor(shape, seed, lo, hi);
 }
 
-using LossOp = double (*)(const ops::Context&, const Tensor&, const Tensor&, float, Tensor*);
+using LossOp = double (*)(const ops::Context&, const Tensor&, const Tensor&, float, Tensor*, const Tensor*);
 
 // Runs `op` on every device; CHECKs its sum against want (relative) and its
 // gradient against want_grad (absolute), and that without dlogits the sum is the same.
@@ -48,7 +48,7 @@ void check_loss(const char* name, LossOp op, const Tensor& logits, const Tensor&
     INFO(fmt::format("{} on {}", name, d.str()));
     const ops::Context ctx{d, DType::f32};
     Tensor grad = Tensor::empty(logits.shape(), DType::f32, d);
-    const double got = op(ctx, logits.to(d), labels.to(d), grad_scale, &grad);
+    const double got = op(ctx, logits.to(d), labels.to(d), grad_scale, &grad, nullptr);
     CHECK(std::fabs(got - want) <= tol.value * std::fabs(want));
     const std::vector<float> g = grad.to_vector();
     REQUIRE(g.size() == want_grad.size());
@@ -56,7 +56,34 @@ void check_loss(const char* name, LossOp op, const Tensor& logits, const Tensor&
       INFO("gradient element " << i << ": " << g[i] << " want " << want_grad[i]);
       CHECK(std::fabs(g[i] - want_grad[i]) <= tol.grad);
     }
-    CHECK(op(ctx, logits.to(d), labels.to(d), grad_scale, nullptr) == got);
+    CHECK(op(ctx, logits.to(d), labels.to(d), grad_scale, nullptr, nullptr) == got);
+    // Example weights: example i's loss and gradient row are w_i times its
+    // own (computed alone, unweighted), a weight of 1 changes nothing, and
+    // a weight of 0 leaves a zero row.
+    const int64_t b = logits.dim(0), per = logits.numel() / b;
+    std::vector<float> w(static_cast<size_t>(b));
+    for (int64_t i = 0; i < b; ++i) w[static_cast<size_t>(i)] = i == 0 ? 0.0f : 0.5f + 0.75f * static_cast<float>(i);
+    const Tensor weights = Tensor::from(Shape{b}, w).to(d);
+    Tensor wgrad = Tensor::empty(logits.shape(), DType::f32, d);
+    const double weighted = op(ctx, logits.to(d), labels.to(d), grad_scale, &wgrad, &weights);
+    const std::vector<float> wg = wgrad.to_vector();
+    double want_weighted = 0.0;
+    for (int64_t i = 0; i < b; ++i) {
+      Tensor row_grad = Tensor::empty(logits.rows(i, i + 1).shape(), DType::f32, d);
+      const double one = op(ctx, logits.rows(i, i + 1).to(d), labels.rows(i, i + 1).to(d), grad_scale, &row_grad, nullptr);
+      want_weighted += static_cast<double>(w[static_cast<size_t>(i)]) * one;
+      const std::vector<float> rg = row_grad.to_vector();
+      for (int64_t k = 0; k < per; ++k) {
+        INFO("weighted gradient of example " << i << ", element " << k);
+        CHECK(std::fabs(wg[static_cast<size_t>(i * per + k)] - w[static_cast<size_t>(i)] * rg[static_cast<size_t>(k)]) <=
+              1e-6f * std::fabs(rg[static_cast<size_t>(k)]) + 1e-12f);
+      }
+    }
+    CHECK(std::fabs(weighted - want_weighted) <= 1e-12 * std::fabs(want_weighted));
+    const Tensor ones = Tensor::from(Shape{b}, std::vector<float>(static_cast<size_t>(b), 1.0f)).to(d);
+    Tensor grad1 = Tensor::empty(logits.shape(), DType::f32, d);
+    CHECK(op(ctx, logits.to(d), labels.to(d), grad_scale, &grad1, &ones) == got);
+    CHECK(grad1.to_vector() == g);
   }
 }
 
