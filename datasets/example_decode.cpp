@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "datasets/example_jpeg.hpp"
@@ -117,6 +118,14 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
   bool have_label = false;
   for (const FeatureSpec& f : spec.features) {
     if (Status s = check_feature(f, prefix); !s) return s.error();
+    if (!spec.weight.empty() && f.name == spec.weight) {
+      if (f.dtype == "bytes" || num_elements(f.shape) != 1) {
+        return config_error(feature_prefix(prefix, f) + "the weight feature must be one float or int64 value (shape [] "
+                            "or [1])");
+      }
+      layout.weight = f;
+      continue;
+    }
     if (f.name == spec.label_feature) {
       if (f.dtype == "bytes") return config_error(feature_prefix(prefix, f) + "the label feature must be float or int64");
       layout.label = f;
@@ -124,6 +133,9 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
     } else {
       layout.inputs.push_back(f);
     }
+  }
+  if (!spec.weight.empty() && !layout.weight) {
+    return config_error(prefix + "weight \"" + spec.weight + "\" is not one of the features");
   }
   if (!have_label) {
     return config_error(prefix + "label_feature \"" + spec.label_feature + "\" is not one of the features");
@@ -170,8 +182,20 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
   return layout;
 }
 
+// The weight feature's value into *weight, checked.
+Status decode_weight(const tensorflow::Example& ex, const ExampleLayout& layout, float* weight,
+                     const std::string& where) {
+  if (!layout.weight || weight == nullptr) return {};
+  if (Status s = decode_feature(ex, *layout.weight, weight, where); !s) return s;
+  if (!std::isfinite(*weight) || *weight < 0.0f) {
+    return data_error(fmt::format("{}: feature \"{}\": weight {} must be finite and >= 0", where, layout.weight->name,
+                                  *weight));
+  }
+  return {};
+}
+
 Status decode_example(std::string_view record, const ExampleLayout& layout, float* features, float* label,
-                      const std::string& where) {
+                      const std::string& where, float* weight) {
   tensorflow::Example ex;
   if (!ex.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
     return data_error(where + ": not a tf.Example (protobuf parse failed)");
@@ -180,11 +204,12 @@ Status decode_example(std::string_view record, const ExampleLayout& layout, floa
     if (Status s = decode_feature(ex, f, features, where); !s) return s;
     features += num_elements(f.shape);
   }
+  if (Status s = decode_weight(ex, layout, weight, where); !s) return s;
   return decode_feature(ex, layout.label, label, where);
 }
 
 Status split_example(std::string_view record, const ExampleLayout& layout, float* label, std::string& image,
-                     const std::string& where) {
+                     const std::string& where, float* weight) {
   tensorflow::Example ex;
   if (!ex.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
     return data_error(where + ": not a tf.Example (protobuf parse failed)");
@@ -203,6 +228,7 @@ Status split_example(std::string_view record, const ExampleLayout& layout, float
                                   list->size()));
   }
   image.swap(*list->Mutable(0));
+  if (Status s = decode_weight(ex, layout, weight, where); !s) return s;
   return decode_feature(ex, layout.label, label, where);
 }
 

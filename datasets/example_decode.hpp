@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,9 @@ struct ExampleLayout {
   // For a model of several inputs: inputs[k] is model input k's feature (of
   // its name) and input_shapes[k] its shape; empty otherwise.
   std::vector<Shape> input_shapes;
+  // data.*.weight: the feature of each example's weight (one float or
+  // int64 value), neither an input nor the label; none without a weight.
+  std::optional<FeatureSpec> weight;
 };
 
 // Checks the spec's features (known dtype; decode raw_uint8, png or jpeg, only for
@@ -40,15 +44,17 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
 // (kData, prefixed "<where>: "): not a tf.Example, a feature missing without
 // a default, of another dtype than the spec's, or with a wrong value count
 // (raw_uint8: a wrong byte count; png: not a PNG or of another size).
+// With a weight feature and `weight` not null, its value goes to *weight (a
+// kData error when not finite or negative).
 Status decode_example(std::string_view record, const ExampleLayout& layout, float* features, float* label,
-                      const std::string& where);
+                      const std::string& where, float* weight = nullptr);
 
 // The streamed JPEG path's parse: decodes the label as decode_example does
 // and moves the encoded bytes of the one input feature (decode: jpeg) into
 // `image`, leaving their decoding to the caller. Errors as decode_example's.
 // REQUIRES: layout.inputs is one bytes feature.
 Status split_example(std::string_view record, const ExampleLayout& layout, float* label, std::string& image,
-                     const std::string& where);
+                     const std::string& where, float* weight = nullptr);
 
 // A serialized tf.Example {"image": n values, "label": label_n values}:
 // the image as one bytes value of raw uint8 pixels when `image_uint8` (every

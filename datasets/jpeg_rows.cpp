@@ -27,8 +27,8 @@ std::optional<JpegRows> JpegRows::make(const ExampleLayout& layout, const MapPla
 }
 
 Status JpegRows::run(std::string_view record, int64_t epoch, int64_t id, float* features, float* label,
-                     Scratch& scratch, const std::string& where) const {
-  if (Status s = split_example(record, *layout_, label, scratch.jpeg, where); !s) return s;
+                     Scratch& scratch, const std::string& where, float* weight) const {
+  if (Status s = split_example(record, *layout_, label, scratch.jpeg, where, weight); !s) return s;
   const FeatureSpec& f = layout_->inputs[0];
   const std::string at = where + ": feature \"" + f.name + "\"";
   auto header = read_jpeg_header(scratch.jpeg, at);

@@ -43,9 +43,10 @@ class JpegRows {
   // floats). The same values as decode_example + scale + MapPlan::apply up
   // to rest(), except where the leading resize decodes at a DCT scale.
   // Errors (kData, "<where>: ..."): the record's, decode_example's; a JPEG
-  // whose size differs from a fixed feature shape.
+  // whose size differs from a fixed feature shape. `weight`: as
+  // decode_example's.
   Status run(std::string_view record, int64_t epoch, int64_t id, float* features, float* label, Scratch& scratch,
-             const std::string& where) const;
+             const std::string& where, float* weight = nullptr) const;
 
  private:
   JpegRows(const ExampleLayout& layout, const MapPlan& map, float scale) : layout_(&layout), map_(&map), scale_(scale) {}

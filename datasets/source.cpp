@@ -38,7 +38,7 @@ constexpr SourceFormat kSourceFormats[] = {
     {"csv", &load_csv_source, nullptr, nullptr, nullptr, "a column"},
     {"synthetic", &make_synthetic_source, &synthetic_shapes},
     {"synthetic_sequence", &make_sequence_task_source, &sequence_task_shapes},
-    {"tfrecord", &load_tfrecord_source, nullptr, "features named like the inputs"},
+    {"tfrecord", &load_tfrecord_source, nullptr, "features named like the inputs", nullptr, "a feature"},
     {"npy", &load_npy_source, nullptr},
     {"npz", &load_npz_source, nullptr, "arrays named like the inputs", "arrays named by each output's labels",
      "an array"},
@@ -142,13 +142,15 @@ Status check_source_outputs(const DataSourceSpec& spec, const std::vector<std::s
 
 Status check_source_weights(const DataSourceSpec& spec, const std::string& prefix) {
   if (spec.weight.empty()) return Status::Ok();
-  std::string can;
+  std::vector<std::string> can;
   for (const SourceFormat& f : kSourceFormats) {
     if (spec.format == f.name && f.weights != nullptr) return Status::Ok();
-    if (f.weights != nullptr) can += fmt::format("{}{} ({})", can.empty() ? "" : " or ", f.name, f.weights);
+    if (f.weights != nullptr) can.push_back(fmt::format("{} ({})", f.name, f.weights));
   }
+  std::string list;
+  for (size_t i = 0; i < can.size(); ++i) list += (i == 0 ? "" : i + 1 == can.size() ? " or " : ", ") + can[i];
   return config_error(fmt::format("{}weight: format {} cannot give example weights; use format {}", prefix,
-                                  spec.format, can));
+                                  spec.format, list));
 }
 
 Status check_example_weights(const Tensor& weights, const std::string& where) {

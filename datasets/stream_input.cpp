@@ -187,6 +187,7 @@ class StreamInput final : public Input {
     fshape.insert(fshape.begin(), b);
     lshape.insert(lshape.begin(), b);
     Batch out{features_buffer(fshape), Tensor(lshape), {}};
+    if (layout.weight) out.weights = Tensor(Shape{b});
     out.offset = lo;
     out.state = std::move(state);
     std::vector<int64_t> epochs;
@@ -206,7 +207,8 @@ class StreamInput final : public Input {
               fmt::format("{}: record {}", parts_.stream.files[static_cast<size_t>(rec.ref.file)], rec.ref.index);
           if (jpeg_) {
             Status s = jpeg_->run(rec.data, rec.epoch, out.ids[static_cast<size_t>(r)], out.features.data() + r * frow,
-                                  out.labels.data() + r * lrow, scratch_[static_cast<size_t>(c)], where);
+                                  out.labels.data() + r * lrow, scratch_[static_cast<size_t>(c)], where,
+                                  layout.weight ? out.weights.data() + r : nullptr);
             if (!s) {
               status[static_cast<size_t>(c)] = s;
               return;
@@ -214,7 +216,7 @@ class StreamInput final : public Input {
             continue;  // scaled (and normalized where the map says) already
           }
           Status s = decode_example(rec.data, layout, out.features.data() + r * frow, out.labels.data() + r * lrow,
-                                    where);
+                                    where, layout.weight ? out.weights.data() + r : nullptr);
           if (!s) {
             status[static_cast<size_t>(c)] = s;
             return;

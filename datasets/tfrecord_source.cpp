@@ -39,7 +39,7 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
 
   const auto frow = static_cast<size_t>(num_elements(layout->feature_shape));
   const auto lrow = static_cast<size_t>(num_elements(layout->label_shape));
-  std::vector<float> features, labels;
+  std::vector<float> features, labels, weights;
   TfRecordLoad load;
   int64_t rows = 0;
   std::vector<int64_t> file_starts;  // first example of each file with any records
@@ -58,6 +58,7 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
     const size_t f0 = features.size(), l0 = labels.size();
     features.resize(f0 + static_cast<size_t>(n) * frow);
     labels.resize(l0 + static_cast<size_t>(n) * lrow);
+    if (layout->weight) weights.resize(static_cast<size_t>(rows + n));
     // Records decode independently into their own rows, on num_parallel_calls
     // threads; the error reported is the first bad record's, whatever the
     // thread count.
@@ -68,7 +69,8 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
     for (int64_t i = 0; i < n; ++i) {
       const auto k = static_cast<size_t>(i);
       Status s = decode_example(file->records[k], *layout, features.data() + f0 + k * frow,
-                                labels.data() + l0 + k * lrow, fmt::format("{}: record {}", path, i));
+                                labels.data() + l0 + k * lrow, fmt::format("{}: record {}", path, i),
+                                layout->weight ? weights.data() + rows + i : nullptr);
       if (!s) {
         std::lock_guard<std::mutex> lock(mu);
         if (i < first_bad) {
@@ -85,13 +87,16 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
   Shape fshape{rows}, lshape{rows};
   fshape.insert(fshape.end(), layout->feature_shape.begin(), layout->feature_shape.end());
   lshape.insert(lshape.end(), layout->label_shape.begin(), layout->label_shape.end());
-  if (!layout->input_shapes.empty()) {
-    load.source = make_tensor_source(split_inputs(features, rows, layout->input_shapes), Tensor::from(lshape, labels),
-                                     name, std::move(file_starts));
-    return load;
+  std::vector<Tensor> inputs;
+  if (layout->input_shapes.empty()) {
+    inputs.push_back(Tensor::from(fshape, features));
+  } else {
+    inputs = split_inputs(features, rows, layout->input_shapes);
   }
-  load.source = make_tensor_source(Tensor::from(fshape, features), Tensor::from(lshape, labels), name,
-                                   std::move(file_starts));
+  std::vector<Tensor> all_labels;
+  all_labels.push_back(Tensor::from(lshape, labels));
+  load.source = make_tensor_source(std::move(inputs), std::move(all_labels), name, std::move(file_starts),
+                                   layout->weight ? Tensor::from(Shape{rows}, weights) : Tensor());
   return load;
 }
 

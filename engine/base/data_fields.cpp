@@ -243,7 +243,8 @@ std::span<const Field> data_source_fields() {
       field<&DataSourceSpec::weight>(
           "weight",
           "Per-example weights (Keras' sample_weight): csv: the column, by name (with header) or 0-based index, "
-          "which is then not a feature; npz: the name of an array of N weights. Each example's loss, its gradient and "
+          "which is then not a feature; npz: the name of an array of N weights; tfrecord: a feature listed in features (one "
+          "float or int64 value), which is then not an input. Each example's loss, its gradient and "
           "its count in the metrics (accuracy, precision, recall, mean_absolute_error) are multiplied by its weight, "
           "in training and in evaluation; the loss is still divided by the batch size, as Keras does. Weights must be "
           "finite and >= 0. Not given: every example weighs 1. Other formats cannot give weights.")

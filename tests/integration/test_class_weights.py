@@ -22,6 +22,7 @@ from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 from sklearn.utils.class_weight import compute_class_weight
 
 from conftest import run_dtrain
+from jpeg_shards import _field, frame
 from test_cluster import clean_env
 from test_global_batch import MICRO
 
@@ -166,6 +167,49 @@ def test_example_weights_scale_the_gradient_exactly_and_weight_the_metrics(tmp_p
     assert m["accuracy"] != pytest.approx(np.mean(pred == y_eval), rel=1e-9)  # the weights mattered
 
 
+def float_example(x, label, w):
+    """A serialized tf.Example {"x": float_list x, "label": float_list [label], "w": float_list [w]}."""
+    def floats(values):
+        return _field(2, _field(1, np.asarray(values, "<f4").tobytes()))  # Feature.float_list -> packed value
+    entries = b"".join(_field(1, _field(1, name.encode()) + _field(2, floats(v)))
+                       for name, v in (("x", x), ("label", [label]), ("w", [w])))
+    return _field(1, entries)
+
+
+def test_a_tfrecord_weight_feature_gives_the_npz_arrays_bits_whole_and_streamed(tmp_path):
+    make_data(tmp_path)
+    data = np.load(tmp_path / "train.npz")
+    with open(tmp_path / "train.tfrecord", "wb") as f:
+        for x, y, w in zip(data["images"], data["labels"], data["w"]):
+            f.write(frame(float_example(x, y, w)))
+    steps = 30
+    npz = write_job(tmp_path, "npz", steps=steps, train_extra=", weight: w")
+    train(npz, tmp_path / "npz", "--no-eval", "--set", "data.train.shuffle=0")
+    want = load_file(str(tmp_path / "npz" / f"model.ckpt-{steps}.safetensors"))
+    tfrecord = (f"{{format: tfrecord, files: [{tmp_path}/train.tfrecord], label_feature: label, weight: w, "
+                "features: {x: {dtype: float, shape: [6]}, label: {dtype: float}, w: {dtype: float}}, "
+                "batch_size: 64, shuffle: 1024}")
+    job = write_job(tmp_path, "tfrecord", steps=steps)
+    job.write_text(job.read_text().replace(f"{{format: npz, path: {tmp_path}/train.npz, batch_size: 64, shuffle: 1024}}",
+                                           tfrecord))
+    for stream in ("false", "true"):
+        train(job, tmp_path / f"tf-{stream}", "--no-eval", "--set", "data.train.shuffle=0",
+              "--set", f"data.train.stream={stream}")
+        got = load_file(str(tmp_path / f"tf-{stream}" / f"model.ckpt-{steps}.safetensors"))
+        for k in want:
+            assert np.array_equal(got[k], want[k]), (stream, k)
+    # A negative weight in a record: a data error naming the file, the record and the feature.
+    with open(tmp_path / "train.tfrecord", "ab") as f:
+        f.write(frame(float_example(np.zeros(6), 1.0, -2.0)))
+    for stream in ("false", "true"):
+        r = run_dtrain("train", job, "--model-dir", tmp_path / f"bad-{stream}", "--no-eval", "--set",
+                       "data.train.shuffle=0", "--set", f"data.train.stream={stream}", "--set", "data.train.repeat=false",
+                       "--set", "run.max_steps=1000")
+        assert r.returncode == 3, r.stderr
+        assert f'{tmp_path}/train.tfrecord: record 3000: feature "w": weight -2 must be finite and >= 0' in r.stderr, \
+            r.stderr
+
+
 def test_strategies_hold_one_devices_bits_with_class_and_example_weights(tmp_path):
     make_data(tmp_path)
     job = write_job(tmp_path, "job", steps=20, train_extra=", weight: w",
@@ -203,7 +247,8 @@ def test_strategies_hold_one_devices_bits_with_class_and_example_weights(tmp_pat
     ("model.class_weight={1: 2, cat: 5}", 'model.class_weight: key "cat" is not a class id'),
     ("model.class_weight={1: -2}", "model.class_weight"),
     ("data.train.format=synthetic",
-     "data.train: weight: format synthetic cannot give example weights; use format csv (a column) or npz (an array)"),
+     "data.train: weight: format synthetic cannot give example weights; use format csv (a column), tfrecord (a "
+     "feature) or npz (an array)"),
 ])
 def test_misused_weights_are_config_errors(tmp_path, setting, expected):
     make_data(tmp_path)
