@@ -150,5 +150,49 @@ TEST_CASE("summing the states of two half-batches gives the state of the whole b
   }
 }
 
+TEST_CASE("integer example weights count each example as that many copies of it") {
+  // Keras' sample_weight: a metric over examples with integer weights equals
+  // the same metric over the batch with each example repeated w times (0:
+  // left out). The loss passed is the weighted sum, as the loss gives it.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> plan = {
+      {"accuracy", {"sparse_softmax_cross_entropy", "softmax_cross_entropy", "sigmoid_cross_entropy"}},
+      {"precision", {"sparse_softmax_cross_entropy", "softmax_cross_entropy", "sigmoid_cross_entropy"}},
+      {"recall", {"sparse_softmax_cross_entropy", "softmax_cross_entropy", "sigmoid_cross_entropy"}},
+      {"mean_absolute_error", {"softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error"}},
+  };
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  const int64_t b = 11, c = 4;
+  const std::vector<float> w = {1, 3, 0, 2, 1, 1, 4, 0, 2, 1, 3};
+  for (const auto& [name, losses] : plan) {
+    for (const std::string& loss_name : losses) {
+      INFO(name << " with " << loss_name);
+      auto metric = metric_named(name, loss_name);
+      Tensor x(Shape{b, c});
+      for (int64_t i = 0; i < x.numel(); ++i) x[i] = normal(gen);
+      const Tensor y = random_labels(loss_name, b, c, gen);
+      std::vector<int64_t> repeated;
+      for (int64_t i = 0; i < b; ++i) {
+        for (int k = 0; k < static_cast<int>(w[static_cast<size_t>(i)]); ++k) repeated.push_back(i);
+      }
+      Tensor xr(Shape{static_cast<int64_t>(repeated.size()), c});
+      Tensor yr(Shape{static_cast<int64_t>(repeated.size()), y.numel() / b});
+      for (size_t r = 0; r < repeated.size(); ++r) {
+        for (int64_t j = 0; j < c; ++j) xr[static_cast<int64_t>(r) * c + j] = x[repeated[r] * c + j];
+        const int64_t per = y.numel() / b;
+        for (int64_t j = 0; j < per; ++j) yr[static_cast<int64_t>(r) * per + j] = y[repeated[r] * per + j];
+      }
+      const Tensor yr_shaped = y.rank() == 1 ? yr.reshaped({static_cast<int64_t>(repeated.size())}) : yr;
+      const size_t n = metric->state_size({c});
+      std::vector<double> weighted(n, 0.0), copies(n, 0.0), plain(n, 0.0);
+      metric->update(x, y, 0.0, weighted, w.data());
+      metric->update(xr, yr_shaped, 0.0, copies);
+      metric->update(x, y, 0.0, plain);
+      CHECK(metric->result(weighted) == doctest::Approx(metric->result(copies)).epsilon(1e-12));
+      CHECK(metric->result(weighted) != doctest::Approx(metric->result(plain)).epsilon(1e-9));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dtrain
