@@ -61,9 +61,10 @@ void add_data_subcommands(CLI::App& data_app, int& exit_code) {
   declare_data_fetch(*fetch, *fetch_args);
   fetch->callback([fetch_args, &exit_code] { exit_code = run_data_fetch(*fetch_args); });
 
-  CLI::App* convert = data->add_subcommand("convert", "write IDX, CSV, NPY or NPZ data as TFRecord shards of tf.Example (or as .npy)");
-  convert->add_option("--format", args->from.format, "input format: idx, csv, npy or npz")
-      ->required()->check(CLI::IsMember({"idx", "csv", "npy", "npz"}));
+  CLI::App* convert = data->add_subcommand(
+      "convert", "write IDX, CSV, NPY, NPZ or image-folder data as TFRecord shards of tf.Example (or as .npy)");
+  convert->add_option("--format", args->from.format, "input format: idx, csv, npy, npz or image_folder")
+      ->required()->check(CLI::IsMember({"idx", "csv", "npy", "npz", "image_folder"}));
   convert->add_option("--images", args->from.images, "idx/npy: the features file");
   convert->add_option("--labels", args->from.labels, "idx/npy: the labels file");
   convert->add_option("--path", args->from.path, "csv/npz: the file");
@@ -72,6 +73,16 @@ void add_data_subcommands(CLI::App& data_app, int& exit_code) {
   convert->add_option("--label-column", args->from.label_column, "csv: label column by name or index (default last)");
   convert->add_option("--features-array", args->from.features_array, "npz: name of the features array (default images)");
   convert->add_option("--labels-array", args->from.labels_array, "npz: name of the labels array (default labels)");
+  convert->add_option("--dir", args->from.dir, "image_folder: the folder of class folders");
+  convert->add_option("--image-size", args->from.image_size, "image_folder: HEIGHT WIDTH every image is resized to "
+                      "(default 256 256)")
+      ->expected(2)->check(CLI::PositiveNumber);
+  convert->add_option("--color-mode", args->from.color_mode, "image_folder: rgb (default), grayscale or rgba")
+      ->check(CLI::IsMember({"rgb", "grayscale", "rgba"}));
+  convert->add_option("--holdout", args->from.holdout, "image_folder: the fraction of each class held out (default 0)")
+      ->check(CLI::Range(0.0, 0.999999));
+  convert->add_option("--split", args->from.split, "image_folder: train (default: what is not held out) or holdout")
+      ->check(CLI::IsMember({"train", "holdout"}));
   convert->add_option("--out", args->convert.out_dir, "output directory")->required();
   convert->add_option("--name", args->convert.name, "output file name stem (default data)");
   convert->add_option("--to", args->convert.to, "tfrecord (default) or npy")->check(CLI::IsMember({"tfrecord", "npy"}));

@@ -18,9 +18,13 @@ namespace {
 
 // The problem with a data file, or "" when it can be read. `shown` is how the
 // message names the file.
-std::string file_problem(const std::string& resolved, const std::string& shown) {
+std::string file_problem(const std::string& resolved, const std::string& shown, bool folder = false) {
   std::error_code ec;
   const fs::file_status st = fs::status(resolved, ec);
+  if (folder) {
+    if (!fs::exists(st)) return "no such folder " + shown;
+    return fs::is_directory(st) ? "" : shown + " is not a folder; expected a folder of class folders";
+  }
   if (!fs::exists(st)) return "no such file " + shown;
   if (fs::is_directory(st)) return shown + " is a directory; expected a file";
   std::ifstream in(resolved, std::ios::binary);
@@ -37,14 +41,14 @@ std::vector<Issue> check_data_files(const Node& root, const std::string& base_di
   for (const char* role : {"train", "eval", "predict"}) {
     const Node* source = data->find(role);
     if (source == nullptr) continue;
-    for (const char* field : {"images", "labels", "path"}) {
+    for (const char* field : {"images", "labels", "path", "dir"}) {
       const Node* node = source->find(field);
       if (node == nullptr || node->flagged || value_type(*node) != ValueType::kString || node->text.empty()) continue;
       const std::string resolved = resolve_data_path(base_dir, node->text);
       std::string shown = in_quotes(resolved);
       if (!fs::path(node->text).is_absolute())
         shown += " (resolved from " + in_quotes(node->text) + " relative to the job file's directory)";
-      std::string problem = file_problem(resolved, shown);
+      std::string problem = file_problem(resolved, shown, std::string_view(field) == "dir");
       if (problem.empty()) continue;
       out.push_back({node->loc, std::string("data.") + role + "." + field, problem, ErrorKind::kData});
     }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "datasets/image_folder_source.hpp"
 #include "datasets/npy_source.hpp"
 #include "datasets/text_source.hpp"
 #include "datasets/tfrecord_source.hpp"
@@ -43,6 +44,7 @@ constexpr SourceFormat kSourceFormats[] = {
     {"npz", &load_npz_source, nullptr, "arrays named like the inputs", "arrays named by each output's labels",
      "an array"},
     {"text", &load_text_source, &text_shapes},
+    {"image_folder", &load_image_folder_source, &image_folder_shapes},
 };
 
 class TensorSource final : public ExampleSource {

@@ -15,6 +15,10 @@ constexpr const char* kFastJpegDoc =
 // The options of the text format, written in the resolved job only for it
 // (sequence_length has no default to print).
 bool is_text(const void* source) { return static_cast<const DataSourceSpec*>(source)->format == "text"; }
+bool is_image_folder(const void* source) {
+  return static_cast<const DataSourceSpec*>(source)->format == "image_folder";
+}
+bool is_text_or_image_folder(const void* source) { return is_text(source) || is_image_folder(source); }
 
 // data.eval and data.predict: read once unless the job says repeat.
 void* evaluation_source(void* member) {
@@ -166,8 +170,10 @@ std::span<const Field> data_source_fields() {
           "format",
           "File format: idx (MNIST files, may be gzipped), csv, synthetic, synthetic_sequence (seeded sequence tasks "
           "for tests), tfrecord (tf.Example records), npy (one NumPy file each for images and labels), npz (one NumPy "
-          "zip holding both) or text (token windows of text files for language models).")
-          .shaped(R"({"enum": ["idx", "csv", "synthetic", "synthetic_sequence", "tfrecord", "npy", "npz", "text"]})")
+          "zip holding both), text (token windows of text files for language models) or image_folder (a folder of "
+          "class folders of JPEG and PNG images).")
+          .shaped(R"({"enum": ["idx", "csv", "synthetic", "synthetic_sequence", "tfrecord", "npy", "npz", "text",
+                       "image_folder"]})")
           .need(),
       custom<&DataSourceSpec::images>("images",
                                       "idx: the images file (may be .gz); npy: the features .npy file. Relative to the "
@@ -215,7 +221,10 @@ std::span<const Field> data_source_fields() {
       field<&DataSourceSpec::on_error>(
           "on_error",
           "tfrecord: a corrupt record (bad CRC, truncated) stops loading (fail) or is skipped and counted (skip); "
-          "after a corrupt length the rest of that file is skipped.")
+          "after a corrupt length the rest of that file is skipped. image_folder: a .jpg/.jpeg/.png file that is not "
+          "a JPEG or PNG image is an error naming it when it is first read (fail), or, checking every file's header "
+          "at start-up (one read of each file), is left out and counted (skip); an image whose header is good but "
+          "whose data is corrupt is an error naming the file when it is read.")
           .shaped(R"({"enum": ["fail", "skip"]})"),
       custom<&DataSourceSpec::features>(
           "features",
@@ -277,17 +286,47 @@ std::span<const Field> data_source_fields() {
       field<&DataSourceSpec::holdout>(
           "holdout",
           "text: the fraction of the text, at its end, that is held out for evaluation (the last floor(holdout x "
-          "units) units of the concatenated files). Give the same files and holdout to data.train (split: train) and "
-          "data.eval (split: holdout) to evaluate on text the model never trains on; 0 means nothing is held out.")
+          "units) units of the concatenated files). image_folder: the fraction of each class's images held out "
+          "(floor(holdout x the class's images), chosen by a hash of each file's path below dir, so the same files "
+          "whatever the machine or listing order). Give the same files and holdout to data.train (split: train) and "
+          "data.eval (split: holdout) to evaluate on data the model never trains on; 0 means nothing is held out.")
           .min(0)
           .below(1)
-          .shown_when(is_text),
+          .shown_when(is_text_or_image_folder),
       field<&DataSourceSpec::split>(
           "split",
-          "text: which side of holdout this input reads: train, the text before the held-out part (all of it when "
-          "holdout is 0); holdout, only the held-out part (needs holdout > 0).")
+          "text and image_folder: which side of holdout this input reads: train, what is not held out (all of it "
+          "when holdout is 0); holdout, only the held-out part (needs holdout > 0).")
           .shaped(R"({"enum": ["train", "holdout"]})")
-          .shown_when(is_text),
+          .shown_when(is_text_or_image_folder),
+      custom<&DataSourceSpec::dir>("dir",
+                                   "image_folder: the folder that holds one sub-folder of images per class (e.g. "
+                                   "dir/cat/*.jpg, dir/dog/*.png, sub-folders of a class folder included), relative "
+                                   "to the job file's directory; required for image_folder. Files ending in .jpg, "
+                                   ".jpeg or .png (any case) are read, JPEG or PNG by their bytes; others are left "
+                                   "alone.",
+                                   "job_path")
+          .shaped(R"({"type": "string", "minLength": 1})")
+          .documented_default("null")
+          .shown_when(is_image_folder),
+      field<&DataSourceSpec::classes>(
+          "classes",
+          "image_folder: the class folders to read, in class-id order; empty means every sub-folder of dir, sorted "
+          "by name (Keras' image_dataset_from_directory).")
+          .shown_when(is_image_folder),
+      field<&DataSourceSpec::image_size>(
+          "image_size",
+          "image_folder: [height, width] every image is resized to (bilinear, half-pixel centres, rounded to "
+          "0..255 as torchvision resizes uint8 images); an image of that size is read as it is. Map operations "
+          "(random_crop, random_flip, normalize, ...) apply after.")
+          .shaped(R"({"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2})")
+          .shown_when(is_image_folder),
+      field<&DataSourceSpec::color_mode>(
+          "color_mode",
+          "image_folder: rgb (3 channels), grayscale (1) or rgba (4; a JPEG is opaque); images are converted as "
+          "needed.")
+          .shaped(R"({"enum": ["rgb", "grayscale", "rgba"]})")
+          .shown_when(is_image_folder),
       field_struct<&DataSourceSpec::synthetic>(
           "synthetic", "synthetic: random examples with a fixed seed (for tests and benchmarks).", synthetic_fields),
       field_struct<&DataSourceSpec::synthetic_sequence>(
@@ -417,7 +456,7 @@ std::span<const Field> data_fields() {
 }
 
 const char* data_source_schema_extra() {
-  return R"({"description": "One input: where examples come from and how they are batched.", "allOf": [{"if": {"properties": {"format": {"const": "idx"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "csv"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "tfrecord"}}, "required": ["format"]}, "then": {"required": ["files", "features", "label_feature"]}}, {"if": {"properties": {"format": {"const": "npy"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "npz"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "text"}}, "required": ["format"]}, "then": {"required": ["files", "sequence_length"]}}]})";
+  return R"({"description": "One input: where examples come from and how they are batched.", "allOf": [{"if": {"properties": {"format": {"const": "idx"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "csv"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "tfrecord"}}, "required": ["format"]}, "then": {"required": ["files", "features", "label_feature"]}}, {"if": {"properties": {"format": {"const": "npy"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "npz"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "text"}}, "required": ["format"]}, "then": {"required": ["files", "sequence_length"]}}, {"if": {"properties": {"format": {"const": "image_folder"}}, "required": ["format"]}, "then": {"required": ["dir"]}}]})";
 }
 
 }  // namespace dtrain

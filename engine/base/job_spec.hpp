@@ -216,7 +216,11 @@ struct DataSourceSpec {
   int64_t sequence_length = 0;         // text: tokens per example (0 = not given: an error for text)
   std::optional<int64_t> stride;       // text: tokens between window starts; default sequence_length
   double holdout = 0.0;                // text: fraction of the text, at its end, held out
-  std::string split = "train";         // text: train (the text before the held-out part) | holdout
+  std::string split = "train";         // text, image_folder: train (the text before the held-out part) | holdout
+  std::string dir;                     // image_folder: the folder of class folders
+  std::vector<std::string> classes;    // image_folder: class folders in id order; empty = sorted sub-folders
+  std::vector<int64_t> image_size{256, 256};  // image_folder: [height, width]
+  std::string color_mode = "rgb";      // image_folder: rgb | grayscale | rgba
   SyntheticSpec synthetic;
   SyntheticSequenceSpec synthetic_sequence;
   int64_t batch_size = 32;

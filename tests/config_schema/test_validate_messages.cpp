@@ -139,13 +139,13 @@ TEST_CASE("validate: devices, cluster addresses and the data formats") {
         "job.yaml:5:14: data.eval.path: required key is missing (needed when format is csv); expected a non-empty string");
   CHECK(load_error(with("data: {train: {format: parquet}}\n")) ==
         "job.yaml:5:24: data.train.format: \"parquet\" is not one of idx, csv, synthetic, synthetic_sequence, tfrecord, "
-        "npy, npz, text");
+        "npy, npz, text, image_folder");
   CHECK(load_error(with("data: {train: {format: npy}}\n")) ==
         "job.yaml:5:15: data.train.images: required key is missing (needed when format is npy); expected a non-empty string\n"
         "job.yaml:5:15: data.train.labels: required key is missing (needed when format is npy); expected a non-empty string");
   CHECK(load_error(with("data: {train: {batch_size: 3}}\n")) ==
         "job.yaml:5:15: data.train.format: required key is missing; expected one of idx, csv, synthetic, "
-        "synthetic_sequence, tfrecord, npy, npz, text");
+        "synthetic_sequence, tfrecord, npy, npz, text, image_folder");
   // The text source's required keys, its options' values, and split: holdout without holdout.
   CHECK(load_error(with("data: {train: {format: text}}\n")) ==
         "job.yaml:5:15: data.train.files: required key is missing (needed when format is text); expected a non-empty "

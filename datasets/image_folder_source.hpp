@@ -1,0 +1,28 @@
+// format: image_folder: a directory with one sub-folder of images per class
+// (Keras' image_dataset_from_directory). Class ids follow the sorted
+// sub-folder names, or data.*.classes' order; JPEG and PNG files (told apart
+// by their bytes, not their names) of any size are decoded when a batch is
+// gathered and resized bilinearly to image_size, so only the file list is
+// held in memory. holdout/split keep a fixed share of each class apart for
+// evaluation (chosen by a hash of the file's path, the same for every job
+// that names the same folder).
+#pragma once
+
+#include <optional>
+
+#include "datasets/source.hpp"
+
+namespace dtrain {
+
+Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const SourceContext& ctx);
+// [H, W, C] of image_size and color_mode, labels [].
+std::optional<ExampleShapes> image_folder_shapes(const DataSourceSpec& spec);
+
+// The image size from a PNG's IHDR chunk; kData error "<where>: not a PNG
+// image (...)" otherwise.
+struct ImageSize {
+  int64_t h = 0, w = 0;
+};
+Result<ImageSize> read_png_size(std::string_view png, const std::string& where);
+
+}  // namespace dtrain
