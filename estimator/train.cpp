@@ -40,7 +40,9 @@ HookList Estimator::make_training_hooks(TrainingSetup& t) {
   hooks.push_back(std::make_unique<NanGuardHook>(log_, last_checkpoint_));
   hooks.push_back(std::make_unique<ProgressHook>(log_));  // the ETA, and the live line on a terminal
   if (run.log_step_count_steps > 0) {
-    hooks.push_back(std::make_unique<StepLogHook>(log_, train_writer_.get(), run.log_step_count_steps, t.multi_worker));
+    // Its steps/sec scalars are train summaries: none under save_summary_steps: 0 (the writer may be open for histograms).
+    SummaryWriter* scalars = run.save_summary_steps > 0 ? train_writer_.get() : nullptr;
+    hooks.push_back(std::make_unique<StepLogHook>(log_, scalars, run.log_step_count_steps, t.multi_worker));
   }
   if (train_writer_) {
     hooks.push_back(std::make_unique<StartSummaryHook>(*train_writer_, job_, job_hparams(job_, program_, t.global_batch),

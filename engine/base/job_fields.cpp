@@ -315,7 +315,10 @@ std::span<const Field> run_fields() {
           "and of the gradient the optimizer applied to it (gradients/<variable>: summed over the global batch, the "
           "loss scale divided out, after optimizer.clip_by_global_norm; under parameter_server only weights: the ps "
           "tasks apply the gradients) for TensorBoard's Histograms and Distributions tabs, with TensorFlow's "
-          "default buckets. 0: off. Cost per write: HISTOGRAM_COST")
+          "default buckets. 0: off. Each write bins every value of every variable and gradient and adds two "
+          "events per variable: for sample_configs/mnist_cnn.yaml (421,642 parameters in 8 variables) about 6 ms "
+          "and 33 KB of event file, on 2 CPU cores where its training step takes 10 ms; histogram_steps: 100 adds "
+          "under 1%. Steps that do not write cost nothing.")
           .min(0),
       field<&RunSpec::summary_images>(
           "summary_images",
