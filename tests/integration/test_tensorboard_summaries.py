@@ -321,3 +321,50 @@ def test_bad_values_are_config_errors(tmp_path, field, value, message):
     assert r.returncode == 2
     line = job.read_text().splitlines().index(f"  {field}: {value}") + 1
     assert r.stderr == f"dtrain: {job}:{line}:{len(field) + 5}: {message}\n"
+
+
+def grad_extremes(model_dir):
+    ea = accumulator(model_dir)
+    return {tag: [(e.step, e.histogram_value.num, e.histogram_value.min, e.histogram_value.max)
+                  for e in ea.Histograms(tag)]
+            for tag in ea.Tags()["histograms"] if tag.startswith("gradients/")}
+
+
+@pytest.mark.parametrize("strategy", ["towers", "mirrored", "collective"])
+def test_gradient_histograms_of_every_strategy_equal_one_device(tmp_path, strategy):
+    """Replicated strategies apply the same summed gradients as one_device
+    (within float32 summation order): their histograms agree."""
+    extra = "  histogram_steps: 2\n"
+    job, ref_dir = write_job(tmp_path, name="one", steps=4, extra=extra)
+    train(job, "--no-eval")
+    job, dir_ = write_job(tmp_path, name=strategy, steps=4, extra=extra)
+    job.write_text(job.read_text().replace("optimizer:", f"strategy: {{type: {strategy}, devices: [cpu:0, cpu:1]}}\n"
+                                           "optimizer:"))
+    train(job, "--no-eval")
+    want, got = grad_extremes(ref_dir), grad_extremes(dir_)
+    assert sorted(got) == sorted(want) and len(got) == 4
+    for tag, events in want.items():
+        assert [(s, n) for s, n, _, _ in got[tag]] == [(s, n) for s, n, _, _ in events]
+        assert [s for s, _, _, _ in events] == [2, 4]
+        for (_, _, lo, hi), (_, _, lo_want, hi_want) in zip(got[tag], events):
+            scale = max(abs(lo_want), abs(hi_want))
+            assert lo == pytest.approx(lo_want, abs=1e-4 * scale)
+            assert hi == pytest.approx(hi_want, abs=1e-4 * scale)
+
+
+def test_parameter_server_writes_weights_only_and_says_so(tmp_path):
+    from test_cluster import clean_env
+    job, model_dir = write_job(tmp_path, name="ps", steps=4, extra="  histogram_steps: 2\n")
+    job.write_text(job.read_text().replace("optimizer:", "strategy: {type: parameter_server, mode: sync}\noptimizer:"))
+    r = run_dtrain("launch", "--workers", 1, "--ps", 1, job, "--no-eval", "--log-format", "plain", env=clean_env(),
+                   timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert ("run.histogram_steps: strategy parameter_server does not hold the applied gradients on the chief "
+            "(the ps tasks apply them): weight histograms only") in r.stderr
+    ea = accumulator(model_dir)
+    assert sorted(ea.Tags()["histograms"]) == ["weights/conv2d/bias", "weights/conv2d/kernel", "weights/dense/bias",
+                                               "weights/dense/kernel"]
+    w = checkpoint(model_dir, 4)["dense/kernel"]
+    h = {e.step: e.histogram_value for e in ea.Histograms("weights/dense/kernel")}
+    assert sorted(h) == [2, 4]
+    assert (h[4].num, h[4].min, h[4].max) == (w.size, float(w.min()), float(w.max()))
