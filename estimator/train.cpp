@@ -17,14 +17,17 @@
 #include "estimator/estimator.hpp"
 #include "estimator/hooks/checkpoint_hook.hpp"
 #include "estimator/hooks/comm_report_hook.hpp"
+#include "estimator/hooks/histogram_hook.hpp"
 #include "estimator/hooks/nan_guard_hook.hpp"
 #include "estimator/hooks/profile_hook.hpp"
 #include "estimator/hooks/progress_hook.hpp"
+#include "estimator/hooks/start_summary_hook.hpp"
 #include "estimator/hooks/step_log_hook.hpp"
 #include "estimator/hooks/stop_signal_hook.hpp"
 #include "estimator/hooks/summary_hook.hpp"
 #include "estimator/hooks/training_hook.hpp"
 #include "engine/stop_signals.hpp"
+#include "estimator/run_summaries.hpp"
 #include "estimator/train_setup.hpp"
 #include "strategies/cluster_runtime.hpp"
 
@@ -37,9 +40,20 @@ HookList Estimator::make_training_hooks(TrainingSetup& t) {
   hooks.push_back(std::make_unique<NanGuardHook>(log_, last_checkpoint_));
   hooks.push_back(std::make_unique<ProgressHook>(log_));  // the ETA, and the live line on a terminal
   if (run.log_step_count_steps > 0) {
-    hooks.push_back(std::make_unique<StepLogHook>(log_, train_writer_.get(), run.log_step_count_steps, t.multi_worker));
+    // Its steps/sec scalars are train summaries: none under save_summary_steps: 0 (the writer may be open for histograms).
+    SummaryWriter* scalars = run.save_summary_steps > 0 ? train_writer_.get() : nullptr;
+    hooks.push_back(std::make_unique<StepLogHook>(log_, scalars, run.log_step_count_steps, t.multi_worker));
   }
-  if (train_writer_) hooks.push_back(std::make_unique<SummaryHook>(*train_writer_, program_, run.save_summary_steps));
+  if (train_writer_) {
+    hooks.push_back(std::make_unique<StartSummaryHook>(*train_writer_, job_, job_hparams(job_, program_, t.global_batch),
+                                                       job_metrics(job_, program_)));
+    if (run.save_summary_steps > 0) {
+      hooks.push_back(std::make_unique<SummaryHook>(*train_writer_, program_, run.save_summary_steps));
+    }
+    if (run.histogram_steps > 0) {
+      hooks.push_back(std::make_unique<HistogramHook>(*train_writer_, *strategy_, program_, run.histogram_steps, log_));
+    }
+  }
   hooks.push_back(std::make_unique<StopSignalHook>(*strategy_, t.multi_worker,
                                                    t.poll_early_stop ? &options_.cluster->client() : nullptr,
                                                    stopped_by_requeue_signal_));
@@ -104,6 +118,10 @@ Status Estimator::stop_before_first_step(bool multi_worker, bool chief) {
 Status Estimator::train(bool evaluate_during) {
   Status s = train_steps(evaluate_during);
   log_.end_progress();  // the caller prints an error on a clean line, not after the live line
+  if (train_writer_) {
+    // The HParams tab's session status; an error writing it is the run's error only when it had none.
+    if (Status end = write_run_end(*train_writer_, global_step_, s); !end && s.ok()) s = end;
+  }
   run_record_.end(s, global_step_);  // model_dir/run.json: finished, stopped or failed
   return s;
 }
@@ -159,6 +177,7 @@ Status Estimator::train_steps(bool evaluate_during) {
     s.loss = s.out.loss_sum / static_cast<double>(s.out.examples);
     global_step_ = s.step = strategy_->global_step_after(global_step_);
     if (options_.cluster != nullptr) options_.cluster->client().set_steps_done(global_step_);  // named if it dies
+    s.batch = &b;
     if (Status st = run_after_step(hooks, s); !st) return st;
     if (s.stop_signal != 0) return stop_after_step(s.stop_signal, t.multi_worker, t.chief);
     if (s.early_stop) {

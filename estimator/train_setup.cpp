@@ -181,7 +181,8 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
     return Status::Ok();
   }
 
-  if (chief && run.save_summary_steps > 0) {
+  t.global_batch = plan->global();
+  if (chief && (run.save_summary_steps > 0 || run.histogram_steps > 0)) {
     auto w = SummaryWriter::open(run.model_dir);
     if (!w) return w.error();
     train_writer_ = std::move(*w);

@@ -2,6 +2,7 @@
 // and its loop then uses. Private to train.cpp and train_setup.cpp.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "datasets/pipeline.hpp"
@@ -17,6 +18,7 @@ struct TrainingSetup {
   bool can_eval = false;      // evaluates after checkpoint saves (a local train_and_evaluate with data.eval)
   bool poll_early_stop = false;  // the chief follows the evaluator's early-stopping decision
   bool nothing_to_train = false;  // already at max_steps, or stopped early before: train() returns Ok
+  int64_t global_batch = 0;       // examples of one update over every replica and worker
   std::unique_ptr<EarlyStopping> early;  // eval.early_stopping of a local train_and_evaluate; null otherwise
   std::unique_ptr<ProfileWindow> profile;
   std::unique_ptr<Input> input;  // data.train, at the restored position

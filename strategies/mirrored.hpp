@@ -22,6 +22,10 @@ class MirroredStrategy : public ReplicatedStrategy {
   std::vector<std::pair<std::string, Tensor>> logical_state() override;
   Status restore(const CheckpointData& ckpt) override;
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
+  // Every replica applied the same reduced gradients: replica 0's.
+  std::vector<std::pair<std::string, Tensor>> applied_gradients() override {
+    return trainable_on_host(program_, replicas_[0].grads);
+  }
 
  protected:
   void abandon_step() override;

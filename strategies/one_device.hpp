@@ -18,6 +18,9 @@ class OneDeviceStrategy final : public Strategy {
   std::vector<std::pair<std::string, Tensor>> logical_state() override;
   Status restore(const CheckpointData& ckpt) override;
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
+  std::vector<std::pair<std::string, Tensor>> applied_gradients() override {
+    return trainable_on_host(program_, replica_.grads);
+  }
   StepOutput eval_step(const Batch& batch) override;
   std::vector<Tensor> predict_outputs(const Batch& batch) override;
 

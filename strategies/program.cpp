@@ -5,6 +5,16 @@
 
 namespace dtrain {
 
+std::vector<std::pair<std::string, Tensor>> trainable_on_host(const Program& program,
+                                                              std::span<const Tensor> per_variable) {
+  const auto& vars = program.model->variables();
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t i = 0; i < vars.size() && i < per_variable.size(); ++i) {
+    if (vars[i].trainable && !per_variable[i].empty()) out.emplace_back(vars[i].name, per_variable[i].to_host());
+  }
+  return out;
+}
+
 Result<Program> make_program(const JobSpec& job) {
   Program p;
   auto model = Model::build(job.model);

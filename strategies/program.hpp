@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/base/device.hpp"
@@ -83,6 +84,12 @@ struct Program {
     return {all.data() + metric_offsets[i], metric_offsets[i + 1] - metric_offsets[i]};
   }
 };
+
+// ("name", host tensor) of each trainable variable's entry of `per_variable`
+// (one tensor per variable, Model::variables() order: values or gradients);
+// a host tensor is shared, not copied.
+std::vector<std::pair<std::string, Tensor>> trainable_on_host(const Program& program,
+                                                              std::span<const Tensor> per_variable);
 
 // Builds the program of a job: errors name the job file place (kConfig).
 Result<Program> make_program(const JobSpec& job);

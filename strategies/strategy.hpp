@@ -55,6 +55,15 @@ class Strategy {
   // each replica, reduce gradients by loss_reduction, apply the optimizer with
   // learning rate lr for update number `step` (0-based global step).
   virtual StepOutput train_step(const Batch& batch, int64_t step, float lr) = 0;
+  // The gradients the last train_step applied, one ("name", host tensor of
+  // the variable's shape) per trainable variable in Model::variables()
+  // order: summed over the global batch, the loss scale divided out, after
+  // optimizer.clip_by_global_norm (a step that mixed precision skipped
+  // leaves them scaled and non-finite). Valid until the next train_step;
+  // empty where this process does not hold them (parameter_server: the ps
+  // tasks apply the pushed gradients). Read by run.histogram_steps' hook on
+  // the steps it writes, so it costs nothing otherwise.
+  virtual std::vector<std::pair<std::string, Tensor>> applied_gradients() { return {}; }
   // Evaluation: loss and metric sums over the batch (training = false).
   virtual StepOutput eval_step(const Batch& batch) = 0;
   // Predictions of every output (B, output j's shape...) in input order,

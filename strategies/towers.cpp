@@ -48,8 +48,8 @@ StepOutput TowersStrategy::train_step(const Batch& batch, int64_t step, float lr
       values_[i].copy_from(replicas_[0].values[i]);
     }
   }
-  const bool applied =
-      apply_gradients(program_, variable_ctx_, values_, reduce_to_variables(trainable), slots_, step, lr);
+  applied_grads_ = reduce_to_variables(trainable);
+  const bool applied = apply_gradients(program_, variable_ctx_, values_, applied_grads_, slots_, step, lr);
   program_.loss_scale.update(applied);
   // Towers on devices that do not share the variables' memory compute on
   // private copies: bring them up to date for evaluation and prediction.

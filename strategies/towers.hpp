@@ -16,9 +16,13 @@ class TowersStrategy final : public ReplicatedStrategy {
   std::vector<std::pair<std::string, Tensor>> logical_state() override;
   Status restore(const CheckpointData& ckpt) override;
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
+  std::vector<std::pair<std::string, Tensor>> applied_gradients() override {
+    return trainable_on_host(program_, applied_grads_);
+  }
 
  private:
   std::vector<Tensor> values_;              // the one copy
+  std::span<Tensor> applied_grads_;         // what the last step applied (replica 0's or variable_grads_)
   std::vector<std::vector<Tensor>> slots_;  // per variable
 };
 

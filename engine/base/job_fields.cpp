@@ -301,8 +301,33 @@ std::span<const Field> run_fields() {
           "ones are marked \"preserved\" in model_dir/checkpoint, so a resumed run keeps them too. Fractions are "
           "allowed (0.5 is every 30 minutes). null keeps only the newest.")
           .above(0),
-      field<&RunSpec::save_summary_steps>("save_summary_steps",
-                                          "Write train summaries every this many steps; 0 means never.")
+      field<&RunSpec::save_summary_steps>(
+          "save_summary_steps",
+          "Write train summaries (loss, metrics, learning rate) into model_dir every this many steps; 0 means never. "
+          "While the chief writes summaries (this or histogram_steps above 0), each start of training also writes the "
+          "resolved job as text (tag job, TensorBoard's Text tab), the job's hyperparameters for the HParams tab and "
+          "the sample images of summary_images; the end of training writes the session's status (success or "
+          "failure; none when a stop signal ends it, to be resumed).")
+          .min(0),
+      field<&RunSpec::histogram_steps>(
+          "histogram_steps",
+          "Every this many steps the chief writes a histogram of every trainable variable (tag weights/<variable>) "
+          "and of the gradient the optimizer applied to it (gradients/<variable>: summed over the global batch, the "
+          "loss scale divided out, after optimizer.clip_by_global_norm; under parameter_server only weights: the ps "
+          "tasks apply the gradients) for TensorBoard's Histograms and Distributions tabs, with TensorFlow's "
+          "default buckets. 0: off. Each write bins every value of every variable and gradient and adds two "
+          "events per variable: for sample_configs/mnist_cnn.yaml (421,642 parameters in 8 variables) about 6 ms "
+          "and 33 KB of event file, on 2 CPU cores where its training step takes 10 ms; histogram_steps: 100 adds "
+          "under 1%. Steps that do not write cost nothing.")
+          .min(0),
+      field<&RunSpec::summary_images>(
+          "summary_images",
+          "When training starts, the chief writes this many examples of the first batch as images (tags "
+          "input/image/0, input/image/1, ...; TensorBoard's Images tab) if the model's input is an image: "
+          "(height, width, channels) with 1, 3 or 4 channels, or (height, width). They show the features as the "
+          "model gets them, after data.train's scale and map: values within [0, 1] are multiplied by 255, others "
+          "stretched from each image's minimum to its maximum. At most the batch; 0: none. Written only while "
+          "summaries are (save_summary_steps or histogram_steps above 0).")
           .min(0),
       field<&RunSpec::log_step_count_steps>("log_step_count_steps",
                                             "Log loss and steps/sec every this many steps; 0 means never.")

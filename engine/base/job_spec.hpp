@@ -277,6 +277,8 @@ struct RunSpec {
   int64_t keep_checkpoint_max = 5;
   std::optional<double> keep_checkpoint_every_n_hours;  // null: only the newest keep_checkpoint_max
   int64_t save_summary_steps = 100;
+  int64_t histogram_steps = 0;  // weight and gradient histograms every this many steps; 0 = off
+  int64_t summary_images = 3;   // sample input images written at the start of training (image jobs)
   int64_t log_step_count_steps = 100;
   uint64_t seed = 42;
   bool deterministic = false;

@@ -119,6 +119,52 @@ Status SummaryWriter::image(const std::string& tag, int64_t step, int height, in
   return write_record(ev.SerializeAsString());
 }
 
+Status SummaryWriter::histogram(const std::string& tag, int64_t step, const Histogram& h) {
+  tensorflow::Event ev;
+  ev.set_wall_time(wall_time_now());
+  ev.set_step(step);
+  tensorflow::Summary::Value* v = ev.mutable_summary()->add_value();
+  v->set_tag(tag);
+  tensorflow::HistogramProto* p = v->mutable_histo();
+  p->set_min(h.min);
+  p->set_max(h.max);
+  p->set_num(h.num);
+  p->set_sum(h.sum);
+  p->set_sum_squares(h.sum_squares);
+  p->mutable_bucket_limit()->Add(h.bucket_limit.begin(), h.bucket_limit.end());
+  p->mutable_bucket()->Add(h.bucket.begin(), h.bucket.end());
+  return write_record(ev.SerializeAsString());
+}
+
+Status SummaryWriter::histogram(const std::string& tag, int64_t step, std::span<const float> values) {
+  return histogram(tag, step, make_histogram(values));
+}
+
+Status SummaryWriter::text(const std::string& tag, int64_t step, const std::string& markdown) {
+  tensorflow::Event ev;
+  ev.set_wall_time(wall_time_now());
+  ev.set_step(step);
+  tensorflow::Summary::Value* v = ev.mutable_summary()->add_value();
+  v->set_tag(tag);
+  // The text plugin's metadata: its TextPluginData (version 0) serializes to nothing.
+  v->mutable_metadata()->mutable_plugin_data()->set_plugin_name("text");
+  tensorflow::TensorProto* t = v->mutable_tensor();
+  t->set_dtype(tensorflow::DT_STRING);
+  t->mutable_tensor_shape();  // a scalar: no dims
+  t->add_string_val(markdown);
+  return write_record(ev.SerializeAsString());
+}
+
+Status SummaryWriter::raw_summary(int64_t step, const std::string& summary) {
+  tensorflow::Event ev;
+  ev.set_wall_time(wall_time_now());
+  ev.set_step(step);
+  if (!ev.mutable_summary()->ParseFromString(summary)) {
+    return runtime_error(fmt::format("{}: a summary to write does not parse as tensorflow.Summary", path_));
+  }
+  return write_record(ev.SerializeAsString());
+}
+
 Status SummaryWriter::flush() {
   if (file_ == nullptr) return runtime_error(fmt::format("{}: event file is closed", path_));
   errno = 0;

@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/base/status.hpp"
+#include "engine/io/histogram.hpp"
 
 namespace dtrain {
 
@@ -43,6 +45,19 @@ class SummaryWriter {
   // shows in its Images tab.
   Status image(const std::string& tag, int64_t step, int height, int width, int channels,
                const std::string& encoded);
+  // Appends one Event with one histogram (Summary.Value.histo, TensorFlow's
+  // v1 HistogramProto), which TensorBoard shows in its Histograms and
+  // Distributions tabs. The second form bins `values` (make_histogram).
+  Status histogram(const std::string& tag, int64_t step, const Histogram& h);
+  Status histogram(const std::string& tag, int64_t step, std::span<const float> values);
+  // Appends one Event with one text summary (the text plugin's: a scalar
+  // DT_STRING tensor, plugin_name "text"), which TensorBoard renders as
+  // Markdown in its Text tab.
+  Status text(const std::string& tag, int64_t step, const std::string& markdown);
+  // Appends one Event whose summary is `summary`, a serialized
+  // tensorflow.Summary (tf.summary.experimental.write_raw_pb); for plugins'
+  // summaries made elsewhere (engine/io/hparams_summary.hpp).
+  Status raw_summary(int64_t step, const std::string& summary);
   Status flush();  // fflush + fsync
   // Flushes, fsyncs and closes the file; later writes fail. The destructor
   // closes too but cannot report errors.

@@ -28,6 +28,7 @@ struct StepState {
   int64_t step = 0;         // after it: step_before + 1, or more under asynchronous parameter servers
   int64_t max_steps = 0;    // run.max_steps
   float learning_rate = 0;
+  const Batch* batch = nullptr;    // the step's batch (this process's), for after_step; null before it
   StepOutput out;                  // the step's sums over its examples
   double loss = 0;                 // out.loss_sum / out.examples
   double input_wait_seconds = 0;   // blocked in the input's next() for this batch

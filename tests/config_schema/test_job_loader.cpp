@@ -85,6 +85,8 @@ run:
   keep_checkpoint_max: 2
   keep_checkpoint_every_n_hours: 0.25
   save_summary_steps: 0
+  histogram_steps: 25
+  summary_images: 0
   log_step_count_steps: 7
   seed: 1234
   deterministic: true
@@ -128,6 +130,8 @@ TEST_CASE("job_loader: a minimal job gets the defaults of job_spec.hpp") {
   CHECK_FALSE(job.run.slurm_requeue.has_value());  // auto
   CHECK_FALSE(job.run.save_checkpoints_secs.has_value());
   CHECK(job.run.seed == 42);
+  CHECK(job.run.histogram_steps == 0);
+  CHECK(job.run.summary_images == 3);
   CHECK_FALSE(job.eval.steps.has_value());
   CHECK(job.eval.throttle_secs == 60);
 }
@@ -244,6 +248,8 @@ TEST_CASE("job_loader: every field can be set from YAML") {
   CHECK(job.eval.start_delay_secs == 2);
   CHECK(job.run.keep_checkpoint_every_n_hours == std::optional<double>(0.25));
   CHECK(job.run.accumulation_steps == 4);
+  CHECK(job.run.histogram_steps == 25);
+  CHECK(job.run.summary_images == 0);
   REQUIRE(job.eval.early_stopping.has_value());
   CHECK(job.eval.early_stopping->metric == "loss");  // defaults fill what is not given
   CHECK(job.eval.early_stopping->mode == "max");
@@ -405,6 +411,8 @@ run:
   keep_checkpoint_max: 5
   keep_checkpoint_every_n_hours: null
   save_summary_steps: 100
+  histogram_steps: 0
+  summary_images: 3
   log_step_count_steps: 100
   seed: 42
   deterministic: false
