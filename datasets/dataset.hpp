@@ -78,6 +78,9 @@ class Input {
   // shard policy "auto" chose); "" when there is nothing to say. The input
   // itself prints nothing.
   virtual std::string describe() const { return ""; }
+  // The names of the class ids of the (first) labels, when the data names
+  // them (image_folder's folders); empty: the ids are all there is.
+  virtual std::vector<std::string> class_names() const { return {}; }
   // run.profile: where the pipeline records preparing each batch ("pipeline
   // batch", on the prefetch thread's track "input", else the caller's); null
   // stops it. Thread-safe. REQUIRES: the profiler outlives this Input.

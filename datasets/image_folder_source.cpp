@@ -112,14 +112,21 @@ Status decode_image_file(const std::string& path, int64_t out_h, int64_t out_w, 
 class ImageFolderSource final : public ExampleSource {
  public:
   ImageFolderSource(std::vector<ImageFile> files, int64_t h, int64_t w, int64_t c, std::string name,
-                    std::string summary)
-      : files_(std::move(files)), h_(h), w_(w), c_(c), name_(std::move(name)), summary_(std::move(summary)) {}
+                    std::string summary, std::vector<std::string> classes)
+      : files_(std::move(files)),
+        h_(h),
+        w_(w),
+        c_(c),
+        name_(std::move(name)),
+        summary_(std::move(summary)),
+        classes_(std::move(classes)) {}
 
   int64_t size() const override { return static_cast<int64_t>(files_.size()); }
   Shape feature_shape() const override { return {h_, w_, c_}; }
   Shape label_shape() const override { return {}; }
   std::string describe() const override { return name_; }
   std::string summary() const override { return summary_; }
+  std::vector<std::string> class_names() const override { return classes_; }
 
   // Decode errors throw ErrorException: the pipeline reports them as the
   // batch's error, naming the file.
@@ -142,6 +149,7 @@ class ImageFolderSource final : public ExampleSource {
   std::vector<ImageFile> files_;
   int64_t h_, w_, c_;
   std::string name_, summary_;
+  std::vector<std::string> classes_;  // the class folders, in id order
 };
 
 }  // namespace
@@ -253,7 +261,7 @@ Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const Sou
                                     classes.size(), counts, spec.image_size[0], spec.image_size[1], c);
   if (skipped > 0) summary += fmt::format("; skipped {} file(s) that are not JPEG or PNG (first: {})", skipped, first_skipped);
   return SourcePtr(std::make_shared<ImageFolderSource>(std::move(files), spec.image_size[0], spec.image_size[1], c,
-                                                       dir, std::move(summary)));
+                                                       dir, std::move(summary), std::move(classes)));
 }
 
 }  // namespace dtrain

@@ -113,6 +113,7 @@ class PipelineInput final : public Input {
   std::vector<DType> extra_feature_dtypes() const override { return extra_dtypes_; }
   Shape label_shape() const override { return map_.label_shape(); }
   std::string describe() const override { return description_; }
+  std::vector<std::string> class_names() const override { return source_->class_names(); }
   void set_profiler(Profiler* profiler) override { profiler_.store(profiler); }
 
  private:

@@ -47,6 +47,8 @@ class ExampleSource {
   // The element type of gather()'s features: float32, or kTokenDType
   // (datasets/token_ids.hpp) for sources of token ids.
   virtual DType feature_dtype() const { return DType::f32; }
+  // Input::class_names() of the source's labels.
+  virtual std::vector<std::string> class_names() const { return {}; }
   // Whether gather() gives Batch::weights (data.*.weight).
   virtual bool has_weights() const { return false; }
   // What the source found that start-up should print (the text source's

@@ -25,8 +25,8 @@ std::vector<ReportAccumulator> make_report_accumulators(const Program& program);
 // output) and the batch's labels of each output.
 // REQUIRES: step came from eval_step(batch).
 void add_to_reports(std::vector<ReportAccumulator>& reports, const StepOutput& step, const Batch& batch);
-// class_names[j]: output j's class names (empty: the class ids). A later
-// issue passes the names the data gives.
+// class_names[j]: output j's class names (empty: the class ids), as the
+// data gives them (Input::class_names()).
 std::vector<OutputReport> finish_reports(const std::vector<ReportAccumulator>& reports,
                                          const std::vector<std::vector<std::string>>& class_names = {});
 

@@ -68,7 +68,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
   r.examples = total.examples;
   r.checkpoint = checkpoint_name;
   r.metrics = output_scalars(program_, total);
-  r.reports = finish_reports(reports);
+  r.reports = finish_reports(reports, {(*input)->class_names()});  // the first output's, where the data names them
   log_.eval(r.global_step, r.metrics, checkpoint_name);
   if (Status s = write_eval_outputs(r); !s) return s.error();
   return r;

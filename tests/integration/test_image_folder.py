@@ -1,7 +1,8 @@
 """format: image_folder with the real binary (issue 27, part 1): a folder of
 class folders of JPEG and PNG images (RGB and grayscale, mixed, of varying
 sizes, extensions in any case) trains and evaluates on a held-out split well
-above the majority baseline; the decoded pixels equal Pillow's (an image of
+above the majority baseline, the evaluation report naming the classes by
+their folders; the decoded pixels equal Pillow's (an image of
 image_size is read as it is; a 2x nearest-upsampled image resized back gives
 the original pixels); classes: picks and orders the folders; holdout splits
 each class the same way for train and eval; a resumed run equals an
@@ -9,6 +10,7 @@ uninterrupted one; a file that is not an image is a data error naming it, or
 is skipped and counted with on_error: skip; a missing folder or a single
 class is refused."""
 import json
+import re
 import shutil
 
 import numpy as np
@@ -90,6 +92,14 @@ def test_mixed_images_train_above_the_majority_baseline_on_a_held_out_split(tmp_
     print(f"image_folder: eval accuracy {m['metrics']['accuracy']:.4f} on 60 held-out images "
           f"(majority baseline 0.3333), loss {m['metrics']['loss']:.4f}")
     assert m["metrics"]["accuracy"] >= 0.8, m
+    # The evaluation report names the classes by their folders.
+    (report,) = m["report"]["outputs"]
+    assert report["classes"] == CLASSES
+    assert [c["class"] for c in report["per_class"]] == CLASSES
+    assert [c["support"] for c in report["per_class"]] == [20, 20, 20]
+    ev = run_dtrain("evaluate", job, "--model-dir", tmp_path / "m")
+    assert ev.returncode == 0, ev.stderr
+    assert re.search(r"^circle\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+20$", ev.stderr, re.M), ev.stderr
 
 
 def test_decoded_pixels_equal_pillows_and_resize_keeps_a_2x_upsampled_image(tmp_path):
