@@ -389,7 +389,9 @@ const std::vector<Command>& commands() {
        [](CLI::App& s, Args& a) {
          add_job(s, a);
          add_run_options(s, a);
-         s.add_option("--input", a.input, "examples as a .npy array (N, input shape...), or for several model inputs an .npz of one array per input")->required();
+         s.add_option("--input", a.input, "examples as a .npy array (N, input shape...), for several model inputs an "
+                      ".npz of one array per input, or images (a .jpg/.jpeg/.png file or a folder of them) for a job "
+                      "whose data.train is an image_folder")->required();
          s.add_option("--output", a.output, "predictions file: .npy or .csv (P.LAYER.npy per output with model.outputs)")->required();
          s.add_option("--checkpoint", a.checkpoint, "checkpoint file to use");
        },

@@ -31,19 +31,11 @@ bool is_jpeg(std::string_view b) {
          static_cast<unsigned char>(b[2]) == 0xff;
 }
 
-int64_t channels_of(const std::string& color_mode) {
-  if (color_mode == "grayscale") return 1;
-  if (color_mode == "rgba") return 4;
-  return 3;
-}
+int64_t channels_of(const std::string& color_mode) { return color_mode_channels(color_mode); }
 
 // The files an image folder reads: .jpg, .jpeg and .png, any case (others
 // are left alone, as Keras does).
-bool image_name(const fs::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
-}
+bool image_name(const fs::path& p) { return is_image_file_name(p.string()); }
 
 // FNV-1a of the path relative to the folder: where a file falls in the
 // holdout split, whatever the listing order or the folder's location.
@@ -60,6 +52,20 @@ struct ImageFile {
   std::string path;
   float label = 0;
 };
+
+}  // namespace
+
+int64_t color_mode_channels(const std::string& color_mode) {
+  if (color_mode == "grayscale") return 1;
+  if (color_mode == "rgba") return 4;
+  return 3;
+}
+
+bool is_image_file_name(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
 
 // Decodes one image file to h x w x c floats 0..255 (its own size), then
 // resizes it to the output size.
@@ -108,6 +114,8 @@ Status decode_image_file(const std::string& path, int64_t out_h, int64_t out_w, 
   }
   return {};
 }
+
+namespace {
 
 class ImageFolderSource final : public ExampleSource {
  public:

@@ -9,6 +9,9 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "datasets/source.hpp"
 
@@ -24,5 +27,16 @@ struct ImageSize {
   int64_t h = 0, w = 0;
 };
 Result<ImageSize> read_png_size(std::string_view png, const std::string& where);
+
+// One image file (JPEG or PNG by its bytes) as image_folder reads it:
+// out_h x out_w x c floats (c: 1 gray, 3 RGB, 4 RGBA), 0..255 times `scale`,
+// resized bilinearly unless already of that size. kData errors name the file.
+// `scratch` is reused storage.
+Status decode_image_file(const std::string& path, int64_t out_h, int64_t out_w, int64_t c, float scale, float* out,
+                         std::vector<float>& scratch);
+// Whether `path` names a file image_folder reads (.jpg, .jpeg, .png, any case).
+bool is_image_file_name(const std::string& path);
+// The channels of a color_mode: grayscale 1, rgb 3, rgba 4.
+int64_t color_mode_channels(const std::string& color_mode);
 
 }  // namespace dtrain

@@ -209,6 +209,10 @@ class Estimator {
   Result<std::unique_ptr<Input>> open_input(const DataSourceSpec& spec, const char* role, int64_t batch,
                                             VocabularyPtr vocabulary, bool split_over_workers);
   Status write_eval_outputs(const EvalResult& r);
+  // predict --input of image files: decoded as data.train (an image_folder)
+  // reads its images: image_size, color_mode and scale; `class_names` gets
+  // its classes. A config error for a job whose data.train is not one.
+  Result<Tensor> read_predict_images(const std::vector<std::string>& files, std::vector<std::string>& class_names);
   // class_weight: balanced: counts the classes of data.train's labels (all
   // of them, one pass, in every task alike), sets the outputs' weights and
   // logs them; nothing when no output asks for it.

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "estimator/estimator.hpp"
+#include "datasets/image_folder_source.hpp"
 #include "datasets/npy_source.hpp"
+#include "datasets/source.hpp"
 #include "datasets/npz_file.hpp"
 #include "estimator/npy.hpp"
 
@@ -19,19 +22,38 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-Status write_csv(const std::string& path, const Tensor& pred) {
+// A CSV field: quoted (doubling its quotes) when it holds a comma, quote or line end.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// One row per example: the predicted class and each probability (or the
+// values); with `files`, the example's file first; with class names, the
+// predicted class's name after its id.
+Status write_csv(const std::string& path, const Tensor& pred, const std::vector<std::string>& files = {},
+                 const std::vector<std::string>& class_names = {}) {
   std::ofstream f(path);
   const int64_t n = pred.dim(0), k = pred.numel() / std::max<int64_t>(n, 1);
+  const bool names = k > 1 && static_cast<int64_t>(class_names.size()) == k;
+  if (!files.empty()) f << "file,";
   if (k > 1) {
-    f << "class";
-    for (int64_t j = 0; j < k; ++j) f << ",p" << j;
+    f << (names ? "class,class_name" : "class");
+    for (int64_t j = 0; j < k; ++j) f << ",p" << (names ? csv_field(class_names[static_cast<size_t>(j)]) : std::to_string(j));
   } else {
     f << "value";
   }
   f << '\n';
   for (int64_t i = 0; i < n; ++i) {
     const float* row = pred.data() + i * k;
-    if (k > 1) f << (std::max_element(row, row + k) - row);
+    if (!files.empty()) f << csv_field(files[static_cast<size_t>(i)]) << ',';
+    if (k > 1) {
+      const auto best = std::max_element(row, row + k) - row;
+      f << best;
+      if (names) f << ',' << csv_field(class_names[static_cast<size_t>(best)]);
+    }
     for (int64_t j = 0; j < k; ++j) f << (k > 1 || j > 0 ? "," : "") << fmt::format("{:.6g}", row[j]);
     f << '\n';
   }
@@ -48,7 +70,60 @@ std::string output_file(const std::string& path, const Model& model, size_t j) {
   return path.substr(0, dot) + "." + outputs[j].name + path.substr(dot);
 }
 
+// The image files of --input: the file itself, or every .jpg/.jpeg/.png
+// under the folder (sub-folders included), sorted by path.
+Result<std::vector<std::string>> image_inputs(const std::string& input) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> files;
+  if (!fs::is_directory(input, ec)) {
+    if (!fs::exists(input, ec)) return data_error(fmt::format("--input {}: no such file or folder", input));
+    files.push_back(input);
+    return files;
+  }
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(input, ec)) {
+    if (e.is_regular_file(ec) && is_image_file_name(e.path().string())) files.push_back(e.path().string());
+  }
+  if (ec) return data_error(fmt::format("--input {}: {}", input, ec.message()));
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return data_error(fmt::format("--input {}: no .jpg, .jpeg or .png files in the folder", input));
+  return files;
+}
+
 }  // namespace
+
+Result<Tensor> Estimator::read_predict_images(const std::vector<std::string>& files,
+                                              std::vector<std::string>& class_names) {
+  const Model& model = *program_.model;
+  const std::optional<DataSourceSpec>& train = job_.data.train;
+  if (!train || train->format != "image_folder") {
+    return config_error("--input: image files are read as data.train reads its images, but this job's data.train is "
+                        "not an image_folder; give a .npy array of examples instead");
+  }
+  const int64_t h = train->image_size[0], w = train->image_size[1], c = color_mode_channels(train->color_mode);
+  if (model.num_inputs() != 1 || model.input_shape() != Shape{h, w, c}) {
+    return config_error(fmt::format("--input: data.train's images are {}x{}x{} but the model reads {}", h, w, c,
+                                    shape_str(model.input_shape())));
+  }
+  if (!train->map.empty()) {
+    log_.warning("predict on image files applies data.train's image_size, color_mode and scale, not its map "
+                 "operations; predictions may differ from what training saw");
+  }
+  // The class names, as training numbered the folders.
+  auto source = load_source(*train, SourceContext{job_.base_dir, train->where + ": data.train: "});
+  if (source) class_names = (*source)->class_names();
+  const auto n = static_cast<int64_t>(files.size());
+  Tensor x(Shape{n, h, w, c});
+  std::vector<float> scratch;
+  for (int64_t i = 0; i < n; ++i) {
+    if (Status s = decode_image_file(files[static_cast<size_t>(i)], h, w, c, static_cast<float>(train->scale),
+                                     x.data() + i * h * w * c, scratch);
+        !s) {
+      return s.error();
+    }
+  }
+  return x;
+}
 
 Status Estimator::predict(const std::string& input_path, const std::string& output_path,
                           const std::optional<std::string>& checkpoint) {
@@ -57,7 +132,13 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   }
   const Model& model = *program_.model;
   const std::string wanted = model.num_inputs() > 1 ? ".npz" : ".npy";
-  if (!ends_with(input_path, wanted)) {
+  std::error_code ec;
+  std::vector<std::string> image_files, class_names;
+  if (std::filesystem::is_directory(input_path, ec) || is_image_file_name(input_path)) {
+    auto files = image_inputs(input_path);
+    if (!files) return files.error();
+    image_files = std::move(*files);
+  } else if (!ends_with(input_path, wanted)) {
     std::string names;
     for (const ModelInput& in : model.inputs()) names += (names.empty() ? "" : ", ") + in.name;
     return config_error(model.num_inputs() > 1
@@ -68,7 +149,11 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   }
   // One tensor per model input, in the order of model.inputs().
   std::vector<Tensor> inputs;
-  if (model.num_inputs() == 1) {
+  if (!image_files.empty()) {
+    auto x = read_predict_images(image_files, class_names);
+    if (!x) return x.error();
+    inputs.push_back(std::move(*x));
+  } else if (model.num_inputs() == 1) {
     auto x = read_npy(input_path);
     if (!x) return x.error();
     inputs.push_back(std::move(*x));
@@ -112,7 +197,7 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
         out[i] = static_cast<int32_t>(v);
       }
       x = std::move(ids);
-    } else if (job_.data.predict) {
+    } else if (job_.data.predict && image_files.empty()) {
       const double scale = job_.data.predict->scale;
       for (int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(x[i] * scale);
     }
@@ -142,7 +227,8 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   std::string written;
   for (size_t j = 0; j < outs.size(); ++j) {
     const std::string file = output_file(output_path, model, j);
-    Status s = ends_with(file, ".npy") ? write_npy(file, outs[j]) : write_csv(file, outs[j]);
+    Status s = ends_with(file, ".npy") ? write_npy(file, outs[j])
+                                       : write_csv(file, outs[j], image_files, j == 0 ? class_names : std::vector<std::string>{});
     if (!s) return s;
     written += (written.empty() ? "" : ", ") + file;
   }

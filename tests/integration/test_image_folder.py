@@ -2,7 +2,8 @@
 class folders of JPEG and PNG images (RGB and grayscale, mixed, of varying
 sizes, extensions in any case) trains and evaluates on a held-out split well
 above the majority baseline, the evaluation report naming the classes by
-their folders; the decoded pixels equal Pillow's (an image of
+their folders, and predict on a folder of new image files names each
+file's class (its predictions equal those of the same pixels as an array); the decoded pixels equal Pillow's (an image of
 image_size is read as it is; a 2x nearest-upsampled image resized back gives
 the original pixels); classes: picks and orders the folders; holdout splits
 each class the same way for train and eval; a resumed run equals an
@@ -10,6 +11,7 @@ uninterrupted one; a file that is not an image is a data error naming it, or
 is skipped and counted with on_error: skip; a missing folder or a single
 class is refused."""
 import json
+import pathlib
 import re
 import shutil
 
@@ -100,6 +102,52 @@ def test_mixed_images_train_above_the_majority_baseline_on_a_held_out_split(tmp_
     ev = run_dtrain("evaluate", job, "--model-dir", tmp_path / "m")
     assert ev.returncode == 0, ev.stderr
     assert re.search(r"^circle\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+20$", ev.stderr, re.M), ev.stderr
+
+    # predict on a folder of new images (no class folders): one row per file
+    # in path order, the predicted class named by its training folder.
+    new = tmp_path / "new"
+    new.mkdir()
+    rng = np.random.default_rng(7)
+    truth = {}
+    for i in range(30):
+        k = i % 3
+        h, w = rng.integers(20, 48, size=2)
+        name = f"img{i:02d}." + ("jpg" if i % 2 else "png")
+        Image.fromarray(pattern(k, h, w, rng)).save(new / name)
+        truth[str(new / name)] = CLASSES[k]
+    r = run_dtrain("predict", job, "--model-dir", tmp_path / "m", "--input", new, "--output", tmp_path / "p.csv")
+    assert r.returncode == 0, r.stderr
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == "file,class,class_name,pcircle,psquare,pstripes"
+    rows = [l.split(",") for l in lines[1:]]
+    assert [row[0] for row in rows] == sorted(truth)
+    assert all(row[2] == CLASSES[int(row[1])] for row in rows)
+    right = sum(row[2] == truth[row[0]] for row in rows)
+    print(f"image_folder: predict on 30 new images of varying size: {right}/30 right")
+    assert right >= 24
+    # One file works too; and the images' predictions equal those of the
+    # same pixels as an array (decoded by data convert, scaled as training).
+    r = run_dtrain("predict", job, "--model-dir", tmp_path / "m", "--input", new / "img03.jpg",
+                   "--output", tmp_path / "one.npy")
+    assert r.returncode == 0, r.stderr
+    conv = tmp_path / "conv"
+    (conv / "x").mkdir(parents=True)
+    for f in sorted(truth):
+        shutil.copy(f, conv / "x" / pathlib.Path(f).name)
+    (conv / "y").mkdir()
+    shutil.copy(new / "img00.png", conv / "y" / "z.png")
+    r = run_dtrain("data", "convert", "--format", "image_folder", "--dir", conv, "--image-size", "24", "24",
+                   "--to", "npy", "--out", tmp_path / "arr")
+    assert r.returncode == 0, r.stderr
+    pixels = np.load(tmp_path / "arr" / "data-images.npy")[:30]
+    np.save(tmp_path / "x.npy", pixels * np.float32(0.00392156862745098))
+    r = run_dtrain("predict", job, "--model-dir", tmp_path / "m", "--input", tmp_path / "x.npy",
+                   "--output", tmp_path / "arr.npy")
+    assert r.returncode == 0, r.stderr
+    r = run_dtrain("predict", job, "--model-dir", tmp_path / "m", "--input", new, "--output", tmp_path / "img.npy")
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(np.load(tmp_path / "img.npy"), np.load(tmp_path / "arr.npy"))
+    assert np.array_equal(np.load(tmp_path / "one.npy")[0], np.load(tmp_path / "img.npy")[3])
 
 
 def test_decoded_pixels_equal_pillows_and_resize_keeps_a_2x_upsampled_image(tmp_path):
@@ -200,6 +248,14 @@ def test_bad_files_and_folders(tmp_path):
     assert (f"1 square (7), 2 stripes (7); decoded to 24x24x3; skipped 1 file(s) that are not JPEG or PNG (first: "
             f"{d}/square/zz_fake.jpg)") in r.stderr, r.stderr
 
+    r = run_dtrain("predict", job, "--model-dir", tmp_path / "skip", "--input", tmp_path / "missing.png",
+                   "--output", tmp_path / "p.csv")
+    assert r.returncode == 3, r.stderr
+    assert f"--input {tmp_path}/missing.png: no such file or folder" in r.stderr, r.stderr
+    r = run_dtrain("predict", job, "--model-dir", tmp_path / "skip", "--input", d / "square" / "zz_fake.jpg",
+                   "--output", tmp_path / "p.csv")
+    assert r.returncode == 3, r.stderr
+    assert f"{d}/square/zz_fake.jpg: not a JPEG or PNG image" in r.stderr, r.stderr
     r = run_dtrain("validate", job, "--set", "data.train.dir=nowhere")
     assert r.returncode == 3, r.stderr
     assert f'data.train.dir: no such folder "{tmp_path}/nowhere" (resolved from "nowhere" relative to the job ' \
