@@ -31,12 +31,6 @@ bool is_jpeg(std::string_view b) {
          static_cast<unsigned char>(b[2]) == 0xff;
 }
 
-int64_t channels_of(const std::string& color_mode) { return color_mode_channels(color_mode); }
-
-// The files an image folder reads: .jpg, .jpeg and .png, any case (others
-// are left alone, as Keras does).
-bool image_name(const fs::path& p) { return is_image_file_name(p.string()); }
-
 // FNV-1a of the path relative to the folder: where a file falls in the
 // holdout split, whatever the listing order or the folder's location.
 uint64_t path_hash(const std::string& s) {
@@ -61,6 +55,7 @@ int64_t color_mode_channels(const std::string& color_mode) {
   return 3;
 }
 
+// .jpg, .jpeg and .png, any case (other files are left alone, as Keras does).
 bool is_image_file_name(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -181,7 +176,7 @@ Result<ImageSize> read_png_size(std::string_view png, const std::string& where) 
 
 std::optional<ExampleShapes> image_folder_shapes(const DataSourceSpec& spec) {
   if (spec.image_size.size() != 2) return std::nullopt;
-  return ExampleShapes{{spec.image_size[0], spec.image_size[1], channels_of(spec.color_mode)}, {}};
+  return ExampleShapes{{spec.image_size[0], spec.image_size[1], color_mode_channels(spec.color_mode)}, {}};
 }
 
 Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const SourceContext& ctx) {
@@ -212,7 +207,7 @@ Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const Sou
   std::vector<int64_t> per_class;
   int64_t skipped = 0;
   std::string first_skipped;
-  const int64_t c = channels_of(spec.color_mode);
+  const int64_t c = color_mode_channels(spec.color_mode);
   for (size_t k = 0; k < classes.size(); ++k) {
     const fs::path folder = fs::path(dir) / classes[k];
     if (!fs::is_directory(folder, ec)) {
@@ -220,7 +215,7 @@ Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const Sou
     }
     std::vector<std::string> names;
     for (const fs::directory_entry& e : fs::recursive_directory_iterator(folder, ec)) {
-      if (e.is_regular_file(ec) && image_name(e.path())) names.push_back(e.path().string());
+      if (e.is_regular_file(ec) && is_image_file_name(e.path().string())) names.push_back(e.path().string());
     }
     if (ec) return data_error(fmt::format("{}{}: {}", ctx.prefix, folder.string(), ec.message()));
     std::sort(names.begin(), names.end());
