@@ -390,8 +390,9 @@ const std::vector<Command>& commands() {
          add_job(s, a);
          add_run_options(s, a);
          s.add_option("--input", a.input, "examples as a .npy array (N, input shape...), for several model inputs an "
-                      ".npz of one array per input, or images (a .jpg/.jpeg/.png file or a folder of them) for a job "
-                      "whose data.train is an image_folder")->required();
+                      ".npz of one array per input, images (a .jpg/.jpeg/.png file or a folder of them) for a job "
+                      "whose data.train is an image_folder, or CSV rows (.csv, .csv.gz) for a job whose data.train "
+                      "is a csv, read with its columns (the label column may be left out)")->required();
          s.add_option("--output", a.output, "predictions file: .npy or .csv (P.LAYER.npy per output with model.outputs)")->required();
          s.add_option("--checkpoint", a.checkpoint, "checkpoint file to use");
        },

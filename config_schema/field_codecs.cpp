@@ -207,6 +207,49 @@ Json map_ops_schema(const Field&) {
               {"items", {{"type", "object"}, {"properties", properties}, {"additionalProperties", false}}}};
 }
 
+// data.*.columns of a csv source: each entry a name or index (a number
+// column) or a mapping read through csv_column_fields(); written back as the
+// plain name where the entry says no more than that.
+void read_csv_columns(const Node& node, void* m, const FieldReading& how) {
+  auto& out = as<std::vector<CsvColumnSpec>>(m);
+  out.clear();
+  for (const Node& item : node.items) {
+    CsvColumnSpec c;
+    c.where = item.loc.str();
+    if (item.is_mapping()) {
+      read_fields(item, csv_column_fields(), &c, how);
+    } else {
+      c.name = item.text;
+    }
+    out.push_back(c);
+  }
+}
+Json write_csv_columns(const void* m) {
+  Json out = Json::array();
+  for (const CsvColumnSpec& c : as<std::vector<CsvColumnSpec>>(m)) {
+    if (c == CsvColumnSpec(c.name)) {
+      out.push_back(c.name);
+      continue;
+    }
+    const CsvColumnSpec defaults;
+    Json entry = Json::object();
+    write_fields(csv_column_fields(), &c, &defaults, "", entry);
+    out.push_back(entry);
+  }
+  return out;
+}
+Json csv_columns_schema(const Field&) {
+  const CsvColumnSpec defaults;
+  Json properties = Json::object(), required = Json::array();
+  fields_schema(csv_column_fields(), &defaults, properties, required);
+  Json mapping{{"type", "object"}, {"properties", properties}, {"required", required}, {"additionalProperties", false}};
+  Json plain = Json::object();
+  plain["type"] = Json::array({"string", "integer"});
+  Json items = Json::object();
+  items["oneOf"] = Json::array({plain, mapping});
+  return Json{{"type", "array"}, {"items", items}};
+}
+
 // run.warm_start.rename: new-model name -> checkpoint name, in file order,
 // with the places of each key and value (over the whole WarmStartSpec).
 void read_rename(const Node& n, void* m, const FieldReading&) {
@@ -234,6 +277,7 @@ const FieldCodec kCodecs[] = {
     {"devices",           read_devices,    write_devices,    nullptr},
     {"tfrecord_features", read_features,   write_features,   nullptr},
     {"map_ops",           read_map_ops,    write_map_ops,    map_ops_schema},
+    {"csv_columns",       read_csv_columns, write_csv_columns, csv_columns_schema},
     {"warm_start_rename", read_rename,     write_rename,     nullptr},
 };
 

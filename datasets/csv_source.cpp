@@ -1,12 +1,17 @@
-// The csv source: numeric CSV (raw or gzip) with an optional header, a label
-// column and feature columns chosen by name or 0-based index, and an optional
+// The csv source: CSV (raw or gzip, a UTF-8 BOM skipped) with an optional
+// header, a label column of numbers or class names, feature columns chosen by
+// name or 0-based index, each a number (missing values filled or refused) or a
+// category (one-hot over the vocabulary of data.train), and an optional
 // reshape of each row's features.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
-#include <optional>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include "datasets/csv_reader.hpp"
 #include "datasets/idx_file.hpp"
@@ -63,21 +68,105 @@ Result<size_t> find_column(const std::string& key, const std::string& option, co
   return config_error(fmt::format("{}{}: \"{}\" is not a column of {} (columns: {})", prefix, option, key, path, known));
 }
 
-}  // namespace
 
-Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContext& ctx) {
+// One feature column's values as read, before they are encoded.
+struct RawColumn {
+  size_t index = 0;  // in the file
+  CsvColumnSpec spec;
+  std::vector<float> numbers;  // number: per row, NaN when missing
+  // category: per row the value's place in `values` (-1 when missing), and
+  // each distinct value with how often it occurs.
+  std::vector<int32_t> seen;
+  std::vector<std::string> values;
+  std::vector<int64_t> counts;
+  std::unordered_map<std::string, int32_t> lookup;
+};
+
+// A csv file read column by column: what fitting and encoding need.
+struct RawCsv {
+  std::string path;
+  std::vector<std::string> names;  // the header; empty without one
+  std::vector<RawColumn> columns;
+  std::optional<size_t> label_col;          // absent only for predict's rows without labels
+  std::vector<std::string> labels;          // per row, trimmed
+  std::vector<int64_t> label_lines;         // per row, where the label is
+  std::optional<size_t> weight_col;
+  std::vector<float> weights;
+  int64_t rows = 0;
+};
+
+bool is_na(std::string_view field, const std::vector<std::string>& na_values) {
+  const std::string_view t = trim(field);
+  return std::any_of(na_values.begin(), na_values.end(), [&](const std::string& na) { return t == na; });
+}
+
+// The feature columns of `spec` (or of the fitted preprocessing, which
+// names them as data.train's file did), found in this file.
+Result<std::vector<RawColumn>> plan_columns(const DataSourceSpec& spec, const SourceContext& ctx,
+                                            const std::vector<std::string>& names, size_t ncols,
+                                            const std::optional<size_t>& label_col,
+                                            const std::optional<size_t>& weight_col, const std::string& path) {
+  std::vector<RawColumn> out;
+  std::vector<CsvColumnSpec> wanted;
+  if (ctx.tabular) {
+    for (const TabularColumn& c : ctx.tabular->columns) wanted.push_back(c.spec);
+  } else {
+    wanted = spec.columns;
+  }
+  if (wanted.empty()) {
+    for (size_t c = 0; c < ncols; ++c) {
+      if (c == label_col || c == weight_col) continue;
+      RawColumn r;
+      r.index = c;
+      r.spec.name = names.empty() ? std::to_string(c) : std::string(trim(names[c]));
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const std::string option = ctx.tabular ? fmt::format("columns[{}] (as in training)", i) : fmt::format("columns[{}]", i);
+    auto c = find_column(wanted[i].name, option, names, ncols, path, ctx.prefix);
+    if (!c) return c.error();
+    if (wanted[i].type != "number" && wanted[i].type != "category") {
+      return config_error(fmt::format("{}{}: type \"{}\" is not number or category", ctx.prefix, option, wanted[i].type));
+    }
+    if (wanted[i].type == "number" && !wanted[i].fill.empty() && wanted[i].fill != "mean" &&
+        wanted[i].fill != "median") {
+      float v = 0;
+      if (!parse_number(wanted[i].fill, v)) {
+        return config_error(fmt::format("{}{}: fill \"{}\" of number column {} is not mean, median or a number",
+                                        ctx.prefix, option, wanted[i].fill, column_label(names, *c)));
+      }
+    }
+    if (wanted[i].max_categories && wanted[i].type != "category") {
+      return config_error(fmt::format("{}{}: max_categories applies to type category, not {}", ctx.prefix, option,
+                                      wanted[i].type));
+    }
+    RawColumn r;
+    r.index = *c;
+    r.spec = wanted[i];
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<RawCsv> read_csv(const DataSourceSpec& spec, const SourceContext& ctx) {
   if (spec.path.empty()) return config_error(ctx.prefix + "format csv needs a path");
   if (spec.delimiter.size() != 1 || spec.delimiter == "\"" || spec.delimiter == "\n" || spec.delimiter == "\r") {
     return config_error(fmt::format("{}delimiter must be one character other than a quote or line end, got \"{}\"",
                                     ctx.prefix, spec.delimiter));
   }
-  const std::string path = resolve_source_path(spec.path, ctx.base_dir);
+  RawCsv raw;
+  raw.path = resolve_source_path(spec.path, ctx.base_dir);
+  const std::string& path = raw.path;
   auto bytes = read_data_file(path);
   if (!bytes) return bytes.error();
-  const std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   CsvReader reader(text, spec.delimiter[0], path);
 
-  std::vector<std::string> names, fields;
+  std::vector<std::string>& names = raw.names;
+  std::vector<std::string> fields;
   auto got = reader.next(fields);
   if (!got) return got.error();
   if (!*got) return data_error(path + ": no data rows (the file is empty)");
@@ -86,74 +175,91 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
   if (spec.header) names = fields;
   const std::string width_from = spec.header ? "the header has" : "the first row has";
 
-  size_t label_col = ncols - 1;
-  if (!spec.label_column.empty()) {
-    auto c = find_column(spec.label_column, "label_column", names, ncols, path, ctx.prefix);
-    if (!c) return c.error();
-    label_col = *c;
+  const std::string label_key = ctx.tabular ? ctx.tabular->label_column : spec.label_column;
+  if (label_key.empty()) {
+    if (!ctx.without_labels) raw.label_col = ncols - 1;
+  } else {
+    auto c = find_column(label_key, "label_column", names, ncols, path, ctx.prefix);
+    if (c) raw.label_col = *c;
+    else if (!ctx.without_labels || c.error().message.find("is not a column") == std::string::npos) return c.error();
   }
-  std::optional<size_t> weight_col;  // data.*.weight
-  if (!spec.weight.empty()) {
+  if (!spec.weight.empty() && !ctx.without_labels) {
     auto c = find_column(spec.weight, "weight", names, ncols, path, ctx.prefix);
     if (!c) return c.error();
-    if (*c == label_col) {
+    if (*c == raw.label_col) {
       return config_error(fmt::format("{}weight: column {} is the label column", ctx.prefix, column_label(names, *c)));
     }
-    weight_col = *c;
+    raw.weight_col = *c;
   }
-  std::vector<size_t> feature_cols;
-  if (spec.columns.empty()) {
-    for (size_t c = 0; c < ncols; ++c) {
-      if (c != label_col && c != weight_col) feature_cols.push_back(c);
-    }
-  } else {
-    for (size_t i = 0; i < spec.columns.size(); ++i) {
-      auto c = find_column(spec.columns[i], fmt::format("columns[{}]", i), names, ncols, path, ctx.prefix);
-      if (!c) return c.error();
-      feature_cols.push_back(*c);
-    }
-  }
-  if (feature_cols.empty()) return config_error(fmt::format("{}{} has no feature columns besides the label", ctx.prefix, path));
-  Shape feature_shape{static_cast<int64_t>(feature_cols.size())};
-  if (!spec.feature_shape.empty()) {
-    if (num_elements(spec.feature_shape) != feature_shape[0]) {
-      return config_error(fmt::format("{}feature_shape {} has {} elements but {} feature columns are selected from {}",
-                                      ctx.prefix, shape_str(spec.feature_shape), num_elements(spec.feature_shape),
-                                      feature_cols.size(), path));
-    }
-    feature_shape = spec.feature_shape;
+  auto planned = plan_columns(spec, ctx, names, ncols, raw.label_col, raw.weight_col, path);
+  if (!planned) return planned.error();
+  raw.columns = std::move(*planned);
+  if (raw.columns.empty()) {
+    return config_error(fmt::format("{}{} has no feature columns besides the label", ctx.prefix, path));
   }
 
-  std::vector<float> features, labels, weights;
-  int64_t rows = 0;
   auto take_row = [&]() -> Status {
     if (fields.size() != ncols) {
       return data_error(fmt::format("{}:{}: row has {} fields but {} {}", path, reader.record_line(), fields.size(),
                                     width_from, ncols));
     }
-    auto parse = [&](size_t c, std::vector<float>& into) -> Status {
+    for (RawColumn& col : raw.columns) {
+      const std::string& field = fields[col.index];
+      const bool category = col.spec.type == "category";
+      if (is_na(field, spec.na_values)) {
+        if (category) {
+          col.seen.push_back(-1);
+          continue;
+        }
+        if (col.spec.fill.empty()) {
+          return data_error(fmt::format("{}:{}:{}: missing value \"{}\" in number column {}; give the column a fill, "
+                                        "e.g. columns: [{{name: {}, fill: mean}}] (or median, or a number)",
+                                        path, reader.field_line(col.index), col.index + 1, field,
+                                        column_label(names, col.index), names.empty() ? std::to_string(col.index)
+                                                                                      : std::string(trim(names[col.index]))));
+        }
+        col.numbers.push_back(std::nanf(""));
+        continue;
+      }
+      if (category) {
+        std::string value(trim(field));
+        auto [it, added] = col.lookup.emplace(value, static_cast<int32_t>(col.values.size()));
+        if (added) {
+          col.values.push_back(std::move(value));
+          col.counts.push_back(0);
+        }
+        ++col.counts[static_cast<size_t>(it->second)];
+        col.seen.push_back(it->second);
+        continue;
+      }
       float v = 0;
-      if (!parse_number(fields[c], v)) {
-        const std::string what = names.empty() ? "" : " (column " + column_label(names, c) + ")";
-        return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number{}", path, reader.field_line(c), c + 1,
-                                      fields[c], what));
+      if (!parse_number(field, v)) {
+        const std::string what = names.empty() ? "" : " (column " + column_label(names, col.index) + ")";
+        return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number{}; if the column holds names, give "
+                                      "it type category in columns",
+                                      path, reader.field_line(col.index), col.index + 1, field, what));
       }
-      into.push_back(v);
-      return {};
-    };
-    for (size_t c : feature_cols) {
-      if (Status s = parse(c, features); !s) return s;
+      col.numbers.push_back(v);
     }
-    if (Status s = parse(label_col, labels); !s) return s;
-    if (weight_col) {
-      if (Status s = parse(*weight_col, weights); !s) return s;
-      if (!std::isfinite(weights.back()) || weights.back() < 0.0f) {
+    if (raw.label_col) {
+      raw.labels.emplace_back(trim(fields[*raw.label_col]));
+      raw.label_lines.push_back(reader.field_line(*raw.label_col));
+    }
+    if (raw.weight_col) {
+      float w = 0;
+      if (!parse_number(fields[*raw.weight_col], w)) {
+        return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number (column {})", path,
+                                      reader.field_line(*raw.weight_col), *raw.weight_col + 1, fields[*raw.weight_col],
+                                      column_label(names, *raw.weight_col)));
+      }
+      if (!std::isfinite(w) || w < 0.0f) {
         return data_error(fmt::format("{}:{}:{}: weight \"{}\" (column {}) must be finite and >= 0", path,
-                                      reader.field_line(*weight_col), *weight_col + 1, fields[*weight_col],
-                                      column_label(names, *weight_col)));
+                                      reader.field_line(*raw.weight_col), *raw.weight_col + 1, fields[*raw.weight_col],
+                                      column_label(names, *raw.weight_col)));
       }
+      raw.weights.push_back(w);
     }
-    ++rows;
+    ++raw.rows;
     return {};
   };
   if (have_first_row) {
@@ -165,7 +271,161 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
     if (!*got) break;
     if (Status s = take_row(); !s) return s.error();
   }
-  if (rows == 0) return data_error(path + ": no data rows (only a header)");
+  if (raw.rows == 0) return data_error(path + ": no data rows (only a header)");
+  return raw;
+}
+
+// What the label column holds: class names (sorted, or spec.classes), or
+// numbers (an empty list).
+Result<std::vector<std::string>> label_classes(const RawCsv& raw, const DataSourceSpec& spec) {
+  if (!spec.classes.empty()) return spec.classes;
+  const std::string column = column_label(raw.names, *raw.label_col);
+  std::optional<size_t> number, name;  // the first row of each kind
+  for (size_t r = 0; r < raw.labels.size() && !(number && name); ++r) {
+    float v = 0;
+    if (is_na(raw.labels[r], spec.na_values)) continue;  // reported when the labels are read
+    if (parse_number(raw.labels[r], v)) {
+      if (!number) number = r;
+    } else if (!name) {
+      name = r;
+    }
+  }
+  if (!name) return std::vector<std::string>{};
+  if (number) {
+    return data_error(fmt::format(
+        "{}: the label column {} holds numbers (\"{}\" at line {}) and names (\"{}\" at line {}); give classes: [...] "
+        "to read every label as a class name, or correct the file",
+        raw.path, column, raw.labels[*number], raw.label_lines[*number], raw.labels[*name], raw.label_lines[*name]));
+  }
+  std::vector<std::string> classes;
+  for (const std::string& label : raw.labels) {
+    if (!is_na(label, spec.na_values)) classes.push_back(label);
+  }
+  std::sort(classes.begin(), classes.end());
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  return classes;
+}
+
+// Fits raw's columns: what load_csv_source does without a fitted preprocessing.
+Result<TabularPreprocessing> fit(const RawCsv& raw, const DataSourceSpec& spec, const SourceContext& ctx) {
+  TabularPreprocessing p;
+  p.file = raw.path;
+  p.label_column = spec.label_column;
+  for (const RawColumn& r : raw.columns) {
+    TabularColumn c;
+    c.spec = r.spec;
+    c.spec.where.clear();
+    if (c.category()) {
+      std::vector<std::pair<std::string, int64_t>> counts;
+      for (size_t k = 0; k < r.values.size(); ++k) counts.emplace_back(r.values[k], r.counts[k]);
+      fit_category_column(c, counts);
+    } else if (Status s = fit_number_column(c, r.numbers, ctx.prefix); !s) {
+      return s.error();
+    }
+    p.columns.push_back(std::move(c));
+  }
+  if (raw.label_col) {
+    auto classes = label_classes(raw, spec);
+    if (!classes) return classes.error();
+    p.classes = std::move(*classes);
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<TabularPreprocessing> fit_csv_source(const DataSourceSpec& spec, const SourceContext& ctx) {
+  SourceContext own = ctx;
+  own.tabular = nullptr;
+  auto raw = read_csv(spec, own);
+  if (!raw) return raw.error();
+  return fit(*raw, spec, own);
+}
+
+Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContext& ctx) {
+  auto read = read_csv(spec, ctx);
+  if (!read) return read.error();
+  const RawCsv& raw = *read;
+  const std::string& path = raw.path;
+  TabularPreprocessing own;
+  if (!ctx.tabular) {
+    auto fitted = fit(raw, spec, ctx);
+    if (!fitted) return fitted.error();
+    own = std::move(*fitted);
+  }
+  const TabularPreprocessing& pre = ctx.tabular ? *ctx.tabular : own;
+  const int64_t rows = raw.rows, width = pre.width();
+
+  Shape feature_shape{width};
+  if (!spec.feature_shape.empty()) {
+    if (num_elements(spec.feature_shape) != width) {
+      const std::string given =
+          width == std::ssize(pre.columns)
+              ? fmt::format("{} feature columns are selected from {}", width, path)
+              : fmt::format("the {} feature columns of {} give {} features (one-hot categories)", pre.columns.size(),
+                            path, width);
+      return config_error(fmt::format("{}feature_shape {} has {} elements but {}", ctx.prefix,
+                                      shape_str(spec.feature_shape), num_elements(spec.feature_shape), given));
+    }
+    feature_shape = spec.feature_shape;
+  }
+
+  // The features, row by row: numbers (missing ones filled), categories one-hot.
+  std::vector<float> features(static_cast<size_t>(rows * width), 0.0f);
+  int64_t offset = 0;
+  for (size_t k = 0; k < raw.columns.size(); ++k) {
+    const RawColumn& r = raw.columns[k];
+    const TabularColumn& c = pre.columns[k];
+    if (c.category()) {
+      std::vector<int32_t> ids(r.values.size());  // seen value -> vocabulary id
+      for (size_t v = 0; v < r.values.size(); ++v) ids[v] = c.id(r.values[v]);
+      for (int64_t i = 0; i < rows; ++i) {
+        const int32_t seen = r.seen[static_cast<size_t>(i)];
+        const int32_t id = seen < 0 ? c.fill_id : ids[static_cast<size_t>(seen)];
+        features[static_cast<size_t>(i * width + offset + id)] = 1.0f;
+      }
+    } else {
+      for (int64_t i = 0; i < rows; ++i) {
+        const float v = r.numbers[static_cast<size_t>(i)];
+        features[static_cast<size_t>(i * width + offset)] = std::isnan(v) ? c.fill_number.value_or(0.0f) : v;
+      }
+    }
+    offset += c.width();
+  }
+
+  // The labels: numbers as written, or the ids of class names.
+  std::vector<float> labels(static_cast<size_t>(rows), 0.0f);
+  if (raw.label_col && !ctx.without_labels) {
+    const std::string column = column_label(raw.names, *raw.label_col);
+    std::vector<std::string> shown(pre.classes.begin(), pre.classes.begin() + std::min<std::ptrdiff_t>(
+                                                                                   10, std::ssize(pre.classes)));
+    if (pre.classes.size() > shown.size()) shown.push_back("...");
+    std::unordered_map<std::string, int32_t> class_ids;
+    for (size_t k = 0; k < pre.classes.size(); ++k) class_ids.emplace(pre.classes[k], static_cast<int32_t>(k));
+    for (int64_t i = 0; i < rows; ++i) {
+      const std::string& text = raw.labels[static_cast<size_t>(i)];
+      const int64_t line = raw.label_lines[static_cast<size_t>(i)];
+      if (is_na(text, spec.na_values)) {
+        return data_error(fmt::format("{}:{}:{}: missing label \"{}\" (column {})", path, line, *raw.label_col + 1,
+                                      text, column));
+      }
+      if (pre.classes.empty()) {
+        if (!parse_number(text, labels[static_cast<size_t>(i)])) {
+          return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number (column {})", path, line,
+                                        *raw.label_col + 1, text, column));
+        }
+        continue;
+      }
+      const auto it = class_ids.find(text);
+      if (it == class_ids.end()) {
+        return data_error(fmt::format("{}:{}:{}: label \"{}\" (column {}) is not one of the {} classes{}: {}", path,
+                                      line, *raw.label_col + 1, text, column, pre.classes.size(),
+                                      spec.classes.empty() ? " of data.train" : " in classes",
+                                      fmt::join(shown, ", ")));
+      }
+      labels[static_cast<size_t>(i)] = static_cast<float>(it->second);
+    }
+  }
 
   Shape fshape{rows};
   fshape.insert(fshape.end(), feature_shape.begin(), feature_shape.end());
@@ -174,7 +434,8 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
   std::vector<Tensor> all_labels;
   all_labels.push_back(Tensor::from(Shape{rows}, labels));
   return make_tensor_source(std::move(all_features), std::move(all_labels), path, {0},
-                            weight_col ? Tensor::from(Shape{rows}, weights) : Tensor());
+                            raw.weight_col ? Tensor::from(Shape{rows}, raw.weights) : Tensor(), pre.classes,
+                            pre.worth_saving() ? pre.describe() : "");
 }
 
 }  // namespace dtrain

@@ -16,6 +16,7 @@
 namespace dtrain {
 
 class TextVocabulary;
+struct TabularPreprocessing;
 
 struct InputOptions {
   std::string base_dir;        // relative paths in the spec resolve against it
@@ -29,6 +30,9 @@ struct InputOptions {
   // Text sources: the vocabulary giving token ids (the one saved with the
   // model); null: a text source builds one from its own files.
   std::shared_ptr<const TextVocabulary> vocabulary = nullptr;
+  // csv sources: the preprocessing fitted on data.train (the one saved with
+  // the model); null: a csv source fits its own file.
+  std::shared_ptr<const TabularPreprocessing> tabular = nullptr;
   // The features the model reads: float32, or int32 token ids. A source of
   // float32 features (npy, npz, csv, tfrecord) is converted to int32 ids
   // batch by batch, each value checked to be a whole number in int32's range

@@ -12,6 +12,7 @@
 #include "engine/base/job_spec.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/pipeline.hpp"
+#include "datasets/tabular.hpp"
 #include "datasets/text_vocab.hpp"
 #include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
@@ -71,6 +72,11 @@ struct SourceContext {
   // the source's usual labels.
   std::vector<std::string> outputs{};
   std::vector<std::string> label_names{};
+  // csv: the preprocessing fitted on data.train (model_dir/preprocessing.json);
+  // null: fitted on the source's own file.
+  std::shared_ptr<const TabularPreprocessing> tabular = nullptr;
+  // predict: the label column may be absent; gather()'s labels are zeros.
+  bool without_labels = false;
 };
 
 // A kConfig error ("<prefix>format idx gives ...") when the model has several
@@ -97,6 +103,9 @@ Status check_source_outputs(const DataSourceSpec& spec, const std::vector<std::s
 // reshape) gives kConfig errors starting with ctx.prefix.
 Result<SourcePtr> load_idx_source(const DataSourceSpec& spec, const SourceContext& ctx);
 Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContext& ctx);
+// What a csv source learns from its file (datasets/tabular.hpp): the feature
+// columns, each category column's vocabulary, fills, the label's class names.
+Result<TabularPreprocessing> fit_csv_source(const DataSourceSpec& spec, const SourceContext& ctx);
 Result<SourcePtr> make_synthetic_source(const DataSourceSpec& spec, const SourceContext& ctx);
 Result<SourcePtr> make_sequence_task_source(const DataSourceSpec& spec, const SourceContext& ctx);
 
@@ -136,10 +145,12 @@ SourcePtr make_tensor_source(Tensor features, Tensor labels, std::string name, s
 SourcePtr make_tensor_source(std::vector<Tensor> features, Tensor labels, std::string name,
                              std::vector<int64_t> file_starts);
 // The same for several outputs: labels[0] is gather()'s labels, the others
-// its extra_labels; `weights` (N) or empty: gather()'s Batch::weights.
+// its extra_labels; `weights` (N) or empty: gather()'s Batch::weights;
+// `class_names` and `summary`: the source's class_names() and summary().
 // REQUIRES: every tensor has the same number of rows.
 SourcePtr make_tensor_source(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
-                             std::vector<int64_t> file_starts, Tensor weights = {});
+                             std::vector<int64_t> file_starts, Tensor weights = {},
+                             std::vector<std::string> class_names = {}, std::string summary = "");
 
 // Rows of concatenated inputs, `rows` (N, sum of the shapes' sizes) in
 // row-major order, as one tensor (N, shape...) per shape.

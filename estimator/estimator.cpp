@@ -197,9 +197,13 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
     input_options.worker_index = strategy_->worker_index();
   }
   input_options.vocabulary = std::move(vocabulary);
+  if (spec.format == "csv") input_options.tabular = tabular_;
   auto input = make_input(spec, input_options);
   if (!input) return input.error();
   if (Status s = check_input_features(spec.where + ": " + name + ": ", **input, *program_.model); !s) {
+    if (spec.format == "csv" && input_options.tabular) {  // say where the width comes from
+      return config_error(s.error().message + "; the columns give " + input_options.tabular->describe());
+    }
     return s.error();
   }
   if (Status s = check_label_shapes(**input, program_, job_.source_path); !s) return s.error();

@@ -13,6 +13,7 @@
 
 #include "engine/base/job_spec.hpp"
 #include "datasets/pipeline.hpp"
+#include "datasets/tabular.hpp"
 #include "datasets/text_vocab.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/summary_writer.hpp"
@@ -79,6 +80,8 @@ struct EvalResult {
 
 // Where the vocabulary of text data is kept: model_dir/vocab.json.
 std::string vocabulary_path(const JobSpec& job);
+// model_dir/preprocessing.json: what csv columns learnt from data.train.
+std::string preprocessing_path(const JobSpec& job);
 
 // The shapes of data.train and data.eval that the job alone gives (formats
 // synthetic, synthetic_sequence, text) against the model's input shape and
@@ -242,6 +245,18 @@ class Estimator {
   Status check_vocabulary_units() const;
   // Every id of vocabulary_ is a class of the model output (kConfig error).
   Status check_vocabulary_fits_model(const DataSourceSpec& spec, const char* role) const;
+  // csv data (estimator/preprocessing.cpp). Training: fits data.train's
+  // columns (categories, fills, class names) into tabular_; the chief saves
+  // it to preprocessing_path(), or, resuming from a checkpoint, reads the
+  // saved one instead (a kConfig error when the job's columns differ).
+  Status prepare_training_tabular(bool chief);
+  // Evaluation and predict: tabular_, else the saved one, else one fitted
+  // on data.train; null when data.train's columns learn nothing (numbers
+  // only), so that a csv source reads its own columns.
+  Result<TabularPtr> evaluation_tabular();
+  // predict --input rows.csv: the file's rows read as data.train's columns
+  // (a label column is optional); `class_names` gets data.train's.
+  Result<Tensor> read_predict_csv(const std::string& file, std::vector<std::string>& class_names);
 
   JobSpec job_;
   EstimatorOptions options_;
@@ -259,6 +274,7 @@ class Estimator {
   bool warm_started_ = false;  // train() started from run.warm_start
   bool stopped_by_requeue_signal_ = false;  // train() stopped because a task of the cluster received SIGUSR1
   VocabularyPtr vocabulary_;  // of text data; null until needed
+  TabularPtr tabular_;        // of csv data that learns from data.train; null until needed or when none
   std::unique_ptr<SummaryWriter> train_writer_, eval_writer_;
 };
 

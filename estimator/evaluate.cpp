@@ -43,6 +43,9 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
     if (Status s = check_vocabulary_fits_model(spec, "eval"); !s) return s.error();
     vocabulary = *found;
   }
+  if (spec.format == "csv") {
+    if (auto found = evaluation_tabular(); !found) return found.error();
+  }
   auto input = open_input(spec, "eval", batch, vocabulary, false);
   if (!input) return input.error();
   log_threads();

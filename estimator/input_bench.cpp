@@ -78,6 +78,9 @@ Result<InputBenchResult> Estimator::bench_input(const InputBenchOptions& options
     if (!found) return found.error();
     vocabulary = *found;
   }
+  if (!train && spec.format == "csv") {
+    if (auto found = evaluation_tabular(); !found) return found.error();
+  }
   auto input = open_input(spec, options.role.c_str(), batch, vocabulary, train);
   if (!input) return input.error();
 

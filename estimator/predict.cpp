@@ -134,23 +134,29 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   const std::string wanted = model.num_inputs() > 1 ? ".npz" : ".npy";
   std::error_code ec;
   std::vector<std::string> image_files, class_names;
+  const bool csv_rows = model.num_inputs() == 1 && (ends_with(input_path, ".csv") || ends_with(input_path, ".csv.gz"));
   if (std::filesystem::is_directory(input_path, ec) || is_image_file_name(input_path)) {
     auto files = image_inputs(input_path);
     if (!files) return files.error();
     image_files = std::move(*files);
-  } else if (!ends_with(input_path, wanted)) {
+  } else if (!csv_rows && !ends_with(input_path, wanted)) {
     std::string names;
     for (const ModelInput& in : model.inputs()) names += (names.empty() ? "" : ", ") + in.name;
     return config_error(model.num_inputs() > 1
                             ? fmt::format("--input {}: expected a .npz file with one array per model input ({})",
                                           input_path, names)
-                            : fmt::format("--input {}: expected a .npy file of examples (N, {})", input_path,
-                                          shape_str(model.input_shape()).substr(1)));
+                            : fmt::format("--input {}: expected a .npy file of examples (N, {}), a .csv file of "
+                                          "rows (csv jobs) or images (image_folder jobs)",
+                                          input_path, shape_str(model.input_shape()).substr(1)));
   }
   // One tensor per model input, in the order of model.inputs().
   std::vector<Tensor> inputs;
   if (!image_files.empty()) {
     auto x = read_predict_images(image_files, class_names);
+    if (!x) return x.error();
+    inputs.push_back(std::move(*x));
+  } else if (csv_rows) {
+    auto x = read_predict_csv(input_path, class_names);
     if (!x) return x.error();
     inputs.push_back(std::move(*x));
   } else if (model.num_inputs() == 1) {
@@ -197,7 +203,7 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
         out[i] = static_cast<int32_t>(v);
       }
       x = std::move(ids);
-    } else if (job_.data.predict && image_files.empty()) {
+    } else if (job_.data.predict && image_files.empty() && !csv_rows) {
       const double scale = job_.data.predict->scale;
       for (int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(x[i] * scale);
     }

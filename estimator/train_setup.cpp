@@ -77,6 +77,8 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
 
   // Token ids of text data never change under a model: checked before anything is restored.
   if (Status s = prepare_training_vocabulary(chief); !s) return s;
+  // So are the features of csv columns (vocabularies, fills, class names).
+  if (Status s = prepare_training_tabular(chief); !s) return s;
 
   if (auto latest = chief ? latest_checkpoint(run.model_dir) : std::nullopt) {
     auto ckpt = read_compatible_checkpoint(*latest);

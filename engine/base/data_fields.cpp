@@ -18,6 +18,8 @@ bool is_text(const void* source) { return static_cast<const DataSourceSpec*>(sou
 bool is_image_folder(const void* source) {
   return static_cast<const DataSourceSpec*>(source)->format == "image_folder";
 }
+bool is_csv(const void* source) { return static_cast<const DataSourceSpec*>(source)->format == "csv"; }
+bool is_image_folder_or_csv(const void* source) { return is_image_folder(source) || is_csv(source); }
 bool is_text_or_image_folder(const void* source) { return is_text(source) || is_image_folder(source); }
 
 // data.eval and data.predict: read once unless the job says repeat.
@@ -164,6 +166,34 @@ std::span<const Field> map_op_fields() {
   return kFields;
 }
 
+std::span<const Field> csv_column_fields() {
+  static const Field kFields[] = {
+      field<&CsvColumnSpec::name>("name", "The column: its header name, or its 0-based index.")
+          .shaped(R"({"type": ["string", "integer"]})")
+          .need(),
+      field<&CsvColumnSpec::type>(
+          "type",
+          "number: the value as one feature. category: the value's id in the vocabulary of the column's values in "
+          "data.train (most frequent first, ties by name; id 0 is the unknown category, for values not seen in "
+          "training), one-hot encoded: 1 + the number of values features.")
+          .shaped(R"({"enum": ["number", "category"]})"),
+      field<&CsvColumnSpec::fill>(
+          "fill",
+          "What a missing value (one of na_values) becomes. number: mean or median (of data.train's values in the "
+          "column) or a number; category: most_frequent or a value. Not given: a missing number is an error naming "
+          "the file and line; a missing category is the unknown category.")
+          .shaped(R"({"type": ["string", "number"]})")
+          .hidden_at_default(),
+      field<&CsvColumnSpec::max_categories>(
+          "max_categories",
+          "category: keep only this many of the most frequent values; the others are the unknown category. Null: "
+          "every value of data.train.")
+          .min(1)
+          .hidden_at_default(),
+  };
+  return kFields;
+}
+
 std::span<const Field> data_source_fields() {
   static const Field kFields[] = {
       field<&DataSourceSpec::format>(
@@ -200,9 +230,18 @@ std::span<const Field> data_source_fields() {
       field<&DataSourceSpec::label_column>(
           "label_column", "csv: the label column, by name (with header) or 0-based index; \"\" means the last column.")
           .shaped(R"({"type": ["string", "integer"]})"),
-      field<&DataSourceSpec::columns>("columns",
-                                      "csv: feature columns by name or index; empty means all but the label.")
-          .shaped(R"({"type": "array", "items": {"type": ["string", "integer"]}})"),
+      custom<&DataSourceSpec::columns>(
+          "columns",
+          "csv: the feature columns, in the order their features are concatenated: each a name or 0-based index "
+          "(a number column), or a mapping {name, type: number|category, fill, max_categories}. Empty means all "
+          "but the label (and weight) column, as numbers. What category columns and fills learn from data.train "
+          "(vocabularies, means, medians, and the label's class names) is saved with the model as "
+          "model_dir/preprocessing.json and used by evaluate and predict.",
+          "csv_columns"),
+      field<&DataSourceSpec::na_values>(
+          "na_values", "csv: the field texts (after trimming spaces) that mean a missing value.")
+          .shaped(R"({"type": "array", "items": {"type": "string"}})")
+          .shown_when(is_csv),
       field<&DataSourceSpec::feature_shape>("feature_shape", "csv: shape of each row's features; empty means flat.")
           .shaped(R"({"type": "array", "items": {"type": "integer", "minimum": 1}})"),
       custom<&DataSourceSpec::files>(
@@ -312,8 +351,9 @@ std::span<const Field> data_source_fields() {
       field<&DataSourceSpec::classes>(
           "classes",
           "image_folder: the class folders to read, in class-id order; empty means every sub-folder of dir, sorted "
-          "by name (Keras' image_dataset_from_directory).")
-          .shown_when(is_image_folder),
+          "by name (Keras' image_dataset_from_directory). csv: the class names a label column of names holds, in "
+          "class-id order; empty means data.train's names, sorted (a label column of numbers holds class ids).")
+          .shown_when(is_image_folder_or_csv),
       field<&DataSourceSpec::image_size>(
           "image_size",
           "image_folder: [height, width] every image is resized to (bilinear, half-pixel centres, rounded to "

@@ -183,6 +183,26 @@ struct MapOpSpec {
   std::string problem;          // non-empty: what is wrong with this entry
 };
 
+// One entry of a csv source's `columns`: a feature column and how its
+// values become features. A plain name or index in the job is an entry of
+// type number with no fill.
+struct CsvColumnSpec {
+  CsvColumnSpec() = default;
+  CsvColumnSpec(std::string column) : name(std::move(column)) {}  // NOLINT: a plain name reads as one
+  CsvColumnSpec(const char* column) : name(column) {}               // NOLINT
+  std::string name;              // header name, or 0-based index as a string
+  std::string type = "number";   // number | category
+  // A missing value (one of data.*.na_values) becomes: number: mean | median |
+  // a number; category: most_frequent | a value. "" (not given): a missing
+  // number is an error; a missing category is the unknown category.
+  std::string fill;
+  std::optional<int64_t> max_categories;  // category: keep the most frequent; the rest are unknown
+  std::string where;             // "job.yaml:12:9" of the entry
+  bool operator==(const CsvColumnSpec& o) const {
+    return name == o.name && type == o.type && fill == o.fill && max_categories == o.max_categories;
+  }
+};
+
 // data.*.interleave: files read cycle_length at a time, block_length examples each.
 struct InterleaveSpec {
   int64_t cycle_length = 1;
@@ -198,7 +218,9 @@ struct DataSourceSpec {
   bool header = true;       // csv
   std::string delimiter = ",";
   std::string label_column; // csv: name (with header) or index as a string; "" = last column
-  std::vector<std::string> columns;  // csv feature columns; empty = all but the label
+  std::vector<CsvColumnSpec> columns;  // csv feature columns; empty = all but the label, as numbers
+  // csv: the field texts that mean "missing" (compared after trimming spaces).
+  std::vector<std::string> na_values{"", "NA", "N/A", "NaN", "nan", "null", "NULL", "?"};
   std::vector<int64_t> feature_shape;  // csv: reshape of each row's features; empty = flat
   // tfrecord, text: globs (or plain paths) resolved relative to the job file;
   // read in the order given, each glob's matches sorted by name.
@@ -218,7 +240,9 @@ struct DataSourceSpec {
   double holdout = 0.0;                // text: fraction of the text, at its end, held out
   std::string split = "train";         // text, image_folder: train (the text before the held-out part) | holdout
   std::string dir;                     // image_folder: the folder of class folders
-  std::vector<std::string> classes;    // image_folder: class folders in id order; empty = sorted sub-folders
+  // image_folder: class folders in id order; empty = sorted sub-folders.
+  // csv: the names a label column of names holds, in id order; empty = sorted.
+  std::vector<std::string> classes;
   std::vector<int64_t> image_size{256, 256};  // image_folder: [height, width]
   std::string color_mode = "rgb";      // image_folder: rgb | grayscale | rgba
   SyntheticSpec synthetic;
@@ -378,6 +402,7 @@ const char* data_source_schema_extra();
 // The operations of data.*.map, one row each over MapOpSpec (an entry's key
 // is the row's name).
 std::span<const Field> map_op_fields();
+std::span<const Field> csv_column_fields();  // CsvColumnSpec (an entry of data.*.columns)
 // The sections of JobSpec, as its fields: every one but model.
 std::span<const Field> job_section_fields();
 

@@ -235,7 +235,7 @@ TEST_CASE("job_loader: every field can be set from YAML") {
   CHECK_FALSE(e.header);
   CHECK(e.delimiter == ";");
   CHECK(e.label_column == "4");
-  CHECK(e.columns == std::vector<std::string>{"a", "2"});
+  CHECK(e.columns == std::vector<CsvColumnSpec>{"a", "2"});
   CHECK(e.repeat);
   CHECK(job.data.predict->synthetic.num_examples == 7);
   CHECK(job.data.predict->synthetic.seed == 9);

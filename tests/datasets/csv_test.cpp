@@ -4,6 +4,8 @@
 
 #include "data_test_util.hpp"
 #include "datasets/pipeline.hpp"
+#include "datasets/source.hpp"
+#include "datasets/tabular.hpp"
 
 namespace dtrain {
 namespace {
@@ -97,16 +99,26 @@ TEST_CASE("csv errors: numbers, ragged rows and quoting name file:line:field") {
   const std::string p = tmp.file("data.csv");
   Error e = load_error(tmp, "x1,x2,y\n1,2,0\n1,abc,0\n", csv_spec(""));
   CHECK(e.kind == ErrorKind::kData);
-  CHECK(e.message == p + ":3:2: cannot parse \"abc\" as a number (column \"x2\")");
+  CHECK(e.message == p + ":3:2: cannot parse \"abc\" as a number (column \"x2\"); if the column holds names, give "
+                         "it type category in columns");
 
   // The line counts the newline inside the earlier quoted field.
   e = load_error(tmp, "a,b\n\"1\n\",2\n3,\n", csv_spec(""));
-  CHECK(e.message == p + ":4:2: cannot parse \"\" as a number (column \"b\")");
+  CHECK(e.message == p + ":4:2: missing label \"\" (column \"b\")");
+  e = load_error(tmp, "a,b\n1,2\n,3\n", csv_spec(""));
+  CHECK(e.message == p + ":3:1: missing value \"\" in number column \"a\"; give the column a fill, e.g. columns: "
+                         "[{name: a, fill: mean}] (or median, or a number)");
 
   DataSourceSpec no_header = csv_spec("");
   no_header.header = false;
   e = load_error(tmp, "1,2\n3,nan\n", no_header);
-  CHECK(e.message == p + ":2:2: cannot parse \"nan\" as a number");
+  CHECK(e.message == p + ":2:2: missing label \"nan\" (column 2)");
+  e = load_error(tmp, "NA,2\n3,4\n", no_header);
+  CHECK(e.message == p + ":1:1: missing value \"NA\" in number column 1; give the column a fill, e.g. columns: "
+                         "[{name: 0, fill: mean}] (or median, or a number)");
+  e = load_error(tmp, "1,2,0\n3,inf,1\n", no_header);
+  CHECK(e.message == p + ":2:2: cannot parse \"inf\" as a number; if the column holds names, give it type category in "
+                         "columns");
 
   e = load_error(tmp, "a,b,c\n1,2,3\n\n4,5\n", csv_spec(""));
   CHECK(e.kind == ErrorKind::kData);
@@ -155,6 +167,160 @@ TEST_CASE("csv errors: spec mistakes are config errors") {
   spec.delimiter = "::";
   e = load_error(tmp, "1,2,3\n", spec);
   CHECK(e.message == "job.yaml:4:3: data: delimiter must be one character other than a quote or line end, got \"::\"");
+}
+
+// A table as users have it: a BOM, CRLF, a quoted field, categories,
+// missing values and a label column of names.
+const std::string kTable =
+    "\xEF\xBB\xBF" "age,color,size,species\r\n"
+    "30,red,1.5,setosa\r\n"
+    "NA,blue,2.5,virginica\r\n"
+    "50, red ,,versicolor\r\n"
+    "20,\"green\",3.5,setosa\r\n"
+    "40,?,4.5,virginica\r\n";
+
+DataSourceSpec typed_spec() {
+  DataSourceSpec spec = csv_spec("");
+  spec.label_column = "species";
+  CsvColumnSpec age("age"), color("color"), size("size");
+  age.fill = "mean";
+  color.type = "category";
+  size.fill = "median";
+  spec.columns = {age, color, size};
+  return spec;
+}
+
+TEST_CASE("csv typed columns: one-hot categories by frequency, fills from the data, class names from the labels") {
+  TempDir tmp;
+  data_testing::write_text(tmp.file("data.csv"), kTable);
+  DataSourceSpec spec = typed_spec();
+  spec.path = "data.csv";
+  auto fitted = fit_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE_MESSAGE(fitted.ok(), fitted.error().message);
+  const TabularPreprocessing& p = *fitted;
+  REQUIRE(p.columns.size() == 3);
+  CHECK(*p.columns[0].fill_number == doctest::Approx(35.0));  // (30 + 50 + 20 + 40) / 4
+  CHECK(p.columns[1].categories == std::vector<std::string>{"red", "blue", "green"});  // red twice; then by name
+  CHECK(p.columns[1].fill_id == 0);  // a missing category is the unknown one
+  CHECK(*p.columns[2].fill_number == doctest::Approx(3.0));  // median of 1.5, 2.5, 3.5, 4.5
+  CHECK(p.classes == std::vector<std::string>{"setosa", "versicolor", "virginica"});
+  CHECK(p.width() == 1 + 4 + 1);
+  CHECK(p.worth_saving());
+  CHECK(p.describe() ==
+        "3 columns -> 6 features: age number (fill mean 35), color category (3 values + unknown), size number (fill "
+        "median 3); label \"species\": 3 classes (setosa, versicolor, virginica)");
+
+  const Batch b = load(tmp, kTable, spec);
+  CHECK(b.features.shape() == Shape{5, 6});
+  //                                       age  unk red blue green size
+  CHECK(b.features.to_vector() == std::vector<float>{30, 0, 1, 0, 0, 1.5f,    //
+                                                     35, 0, 0, 1, 0, 2.5f,    //
+                                                     50, 0, 1, 0, 0, 3.0f,    //
+                                                     20, 0, 0, 0, 1, 3.5f,    //
+                                                     40, 1, 0, 0, 0, 4.5f});
+  CHECK(b.labels.to_vector() == std::vector<float>{0, 2, 1, 0, 2});
+}
+
+TEST_CASE("csv typed columns: other data read with data.train's fit: unseen categories are unknown, fills stay") {
+  TempDir tmp;
+  data_testing::write_text(tmp.file("train.csv"), kTable);
+  DataSourceSpec spec = typed_spec();
+  spec.path = "train.csv";
+  auto fitted = fit_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE(fitted.ok());
+  auto fit = std::make_shared<const TabularPreprocessing>(*fitted);
+
+  // Columns in another order, an unseen colour, missing values, no label.
+  data_testing::write_text(tmp.file("new.csv"), "size,color,age\n,purple,\n9,blue,1\n");
+  spec.path = "new.csv";
+  SourceContext ctx{tmp.dir(), "p: "};
+  ctx.tabular = fit;
+  ctx.without_labels = true;
+  auto source = load_csv_source(spec, ctx);
+  REQUIRE_MESSAGE(source.ok(), source.error().message);
+  CHECK((*source)->class_names() == fit->classes);
+  const Batch b = (*source)->gather({0, 1}, 1.0f);
+  CHECK(b.features.to_vector() == std::vector<float>{35, 1, 0, 0, 0, 3, 1, 0, 0, 1, 0, 9});
+
+  // With labels: a class not seen in training names file:line.
+  data_testing::write_text(tmp.file("eval.csv"), "age,color,size,species\n1,red,2,setosa\n1,red,2,daisy\n");
+  spec.path = "eval.csv";
+  ctx.without_labels = false;
+  source = load_csv_source(spec, ctx);
+  REQUIRE_FALSE(source.ok());
+  CHECK(source.error().kind == ErrorKind::kData);
+  CHECK(source.error().message == tmp.file("eval.csv") + ":3:4: label \"daisy\" (column \"species\") is not one of "
+                                                         "the 3 classes of data.train: setosa, versicolor, virginica");
+}
+
+TEST_CASE("csv typed columns: fills by value, most_frequent, max_categories, explicit classes") {
+  TempDir tmp;
+  DataSourceSpec spec = csv_spec("");
+  spec.label_column = "species";
+  CsvColumnSpec age("age"), color("color");
+  age.fill = "-1";
+  color.type = "category";
+  color.fill = "most_frequent";
+  color.max_categories = 1;
+  spec.columns = {age, color};
+  spec.classes = {"virginica", "versicolor", "setosa"};
+  const Batch b = load(tmp, kTable, spec);
+  //                                       age unk red
+  CHECK(b.features.to_vector() == std::vector<float>{30, 0, 1,  //
+                                                     -1, 1, 0,  // blue is not among the 1 kept
+                                                     50, 0, 1,  //
+                                                     20, 1, 0,  //
+                                                     40, 0, 1});  // missing: the most frequent, red
+  CHECK(b.labels.to_vector() == std::vector<float>{2, 0, 1, 2, 0});
+}
+
+TEST_CASE("csv typed columns: the saved form reads back the same") {
+  TempDir tmp;
+  data_testing::write_text(tmp.file("data.csv"), kTable);
+  DataSourceSpec spec = typed_spec();
+  spec.path = "data.csv";
+  auto fitted = fit_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE(fitted.ok());
+  REQUIRE(write_tabular_file(tmp.file("preprocessing.json"), *fitted).ok());
+  auto back = read_tabular_file(tmp.file("preprocessing.json"));
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(tabular_json(*back) == tabular_json(*fitted));
+  CHECK(back->columns[1].id("blue") == 2);
+  CHECK(back->columns[1].id("purple") == 0);
+  CHECK(tabular_difference(*back, spec.columns, "species", {}, "saved").empty());
+  std::vector<CsvColumnSpec> other = spec.columns;
+  other[1].type = "number";
+  CHECK(tabular_difference(*back, other, "species", {}, "saved") ==
+        "column 1: saved has color (category), the job color (number)");
+
+  auto broken = parse_tabular_json("{\"dtrain_preprocessing\": 1, \"format\": \"csv\"}", "x.json");
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.error().message == "x.json: not a dtrain preprocessing file: no \"columns\" list");
+}
+
+TEST_CASE("csv typed columns: errors name the place and say what to do") {
+  TempDir tmp;
+  const std::string p = tmp.file("data.csv");
+  DataSourceSpec spec = csv_spec("");
+  spec.label_column = "y";
+  Error e = load_error(tmp, "x,y\n1,a\n2,3\n", spec);
+  CHECK(e.kind == ErrorKind::kData);
+  CHECK(e.message == p + ": the label column \"y\" holds numbers (\"3\" at line 3) and names (\"a\" at line 2); give "
+                         "classes: [...] to read every label as a class name, or correct the file");
+  e = load_error(tmp, "x,y\n1,a\n2,\n", spec);
+  CHECK(e.message == p + ":3:2: missing label \"\" (column \"y\")");
+
+  CsvColumnSpec x("x");
+  x.fill = "average";
+  spec.columns = {x};
+  e = load_error(tmp, "x,y\n1,a\n", spec);
+  CHECK(e.kind == ErrorKind::kConfig);
+  CHECK(e.message == "data: columns[0]: fill \"average\" of number column \"x\" is not mean, median or a number");
+  x.fill = "";
+  x.max_categories = 3;
+  spec.columns = {x};
+  e = load_error(tmp, "x,y\n1,a\n", spec);
+  CHECK(e.message == "data: columns[0]: max_categories applies to type category, not number");
 }
 
 }  // namespace
