@@ -49,6 +49,7 @@ dtrain::DataSourceSpec make_spec(const Options& o) {
   spec.seed = o.seed;
   spec.repeat = false;
   spec.scale = o.scale;
+  spec.stream = false;  // the in-memory pipeline: its first batch is checked in file order
   return spec;
 }
 

@@ -33,6 +33,7 @@ int64_t peak_rss_kib() {
 
 void print_text(const BenchCommandOptions& o, const InputBenchResult& r, int64_t rss_kib) {
   const double mib = 1024.0 * 1024.0;
+  if (!r.stream.empty()) std::printf("%s\n", r.stream.c_str());
   if (!r.description.empty()) std::printf("%s\n", r.description.c_str());
   if (!r.threads.empty()) std::printf("%s\n", r.threads.c_str());
   const std::string values = r.float_features
@@ -52,6 +53,7 @@ void print_text(const BenchCommandOptions& o, const InputBenchResult& r, int64_t
 void print_json(const BenchCommandOptions& o, const InputBenchResult& r, int64_t rss_kib) {
   nlohmann::ordered_json j;
   j["split"] = o.split;
+  j["stream"] = r.stream;
   j["description"] = r.description;
   j["threads"] = r.threads;
   j["global_batch"] = r.global_batch;

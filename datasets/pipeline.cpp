@@ -17,6 +17,7 @@
 #include "datasets/prefetch.hpp"
 #include "datasets/shard.hpp"
 #include "datasets/source.hpp"
+#include "datasets/stream_choice.hpp"
 #include "datasets/stream_input.hpp"
 
 namespace dtrain {
@@ -334,10 +335,10 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
     parts.description = options.name + ": " + summary + (parts.description.empty() ? "" : "; ") + parts.description;
   }
   if (spec.format == "tfrecord") {
-    // Say what reading whole costs, where streaming is the alternative.
+    // Say what reading whole costs (stream: false, or auto with skip or take).
     int64_t floats = num_elements(source->feature_shape()) + num_elements(source->label_shape());
     for (const Shape& s : source->extra_feature_shapes()) floats += num_elements(s);
-    parts.description += fmt::format("{}{}: {} examples held in memory as float32 ({:.1f} MiB; stream: true reads the "
+    parts.description += fmt::format("{}{}: {} examples held in memory as float32 ({:.1f} MiB; streaming reads the "
                                      "files as training goes)",
                                      parts.description.empty() ? "" : "; ", options.name, n,
                                      static_cast<double>(n * floats * 4) / (1 << 20));
@@ -375,11 +376,11 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
 Result<std::unique_ptr<Input>> make_input(const DataSourceSpec& spec, const InputOptions& options) {
   // Spec mistakes are reported before reading any data.
   if (Status s = check_stages(spec, options); !s) return s.error();
-  if (spec.stream) return make_stream_input(spec, options);
+  if (resolves_to_stream(spec, options)) return make_stream_input(spec, options);
   if (spec.cache == "memory") {
-    return config_error(message_prefix(spec, options) +
-                        "cache: memory applies to stream: true (without it the whole data set is held in memory "
-                        "already)");
+    return config_error(fmt::format("{}cache: memory applies to streamed input, and this one is read whole ({}); a "
+                                    "source read whole is held in memory already",
+                                    message_prefix(spec, options), stream_reason(spec, options)));
   }
   auto source = load_source(spec, SourceContext{options.base_dir, message_prefix(spec, options), options.vocabulary,
                                                 options.input_names, options.output_names, options.label_names,

@@ -22,6 +22,7 @@
 #include "datasets/read_ahead.hpp"
 #include "datasets/record_stream.hpp"
 #include "datasets/source.hpp"
+#include "datasets/stream_choice.hpp"
 #include "engine/thread_errors.hpp"
 
 namespace dtrain {
@@ -260,16 +261,17 @@ class StreamInput final : public Input {
 
 Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, const InputOptions& options) {
   const std::string prefix = (spec.where.empty() ? "" : spec.where + ": ") + options.name + ": ";
-  if (spec.format != "tfrecord") {
+  const StreamObstacle obstacle = stream_obstacle(spec, options);
+  if (obstacle == StreamObstacle::kFormat) {
     return config_error(fmt::format("{}stream: true reads format tfrecord only (format {} is read whole; write it as "
                                     "tfrecord shards with dtrain data convert)",
                                     prefix, spec.format));
   }
-  if (spec.skip > 0 || spec.take) {
+  if (obstacle == StreamObstacle::kSkipTake) {
     return config_error(prefix + "skip and take are not available with stream: true (they count examples of the "
                                  "whole data set); split the files instead, or use stream: false");
   }
-  if (options.input_names.size() > 1 || options.feature_dtype != DType::f32) {
+  if (obstacle == StreamObstacle::kInputs) {
     return config_error(prefix + "stream: true reads one float32 model input so far; use stream: false for models "
                                  "of several inputs or of int32 ids");
   }

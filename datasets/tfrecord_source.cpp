@@ -27,9 +27,9 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
   auto layout = make_example_layout(spec, ctx.prefix, ctx.inputs);
   if (!layout) return layout.error();
   if (layout->feature_shape.size() == 3 && layout->feature_shape[0] < 0) {
-    return config_error(fmt::format("{}features.{}: images of varying size (shape [null, null, {}]) are read with "
-                                    "stream: true only (a source read whole holds every image at one size); add "
-                                    "stream: true, or give the images' one size",
+    return config_error(fmt::format("{}features.{}: images of varying size (shape [null, null, {}]) are read "
+                                    "streamed only (a source read whole holds every image at one size); stream the "
+                                    "files (stream: auto or true), or give the images' one size",
                                     ctx.prefix, layout->inputs[0].name, layout->feature_shape[2]));
   }
   std::vector<std::string> patterns;

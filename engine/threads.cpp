@@ -241,6 +241,35 @@ bool set_thread_affinity(const std::vector<int>& cpus) {
   return ok;
 }
 
+std::vector<std::string> cgroup_dirs(std::string_view proc_cgroup, std::string_view mountinfo,
+                                     std::string_view controller) {
+  const std::vector<Mount> mounts = cgroup_mounts(mountinfo);
+  std::vector<std::string> dirs;
+  for (std::string_view line : split(proc_cgroup, '\n')) {
+    const size_t first = line.find(':'), second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
+    const std::string_view controllers = line.substr(first + 1, second - first - 1);
+    const std::string_view path = trim(line.substr(second + 1));
+    if (path.empty() || path[0] != '/') continue;
+    const bool v2 = line.substr(0, first) == "0" && controllers.empty();
+    const std::vector<std::string_view> names = split(controllers, ',');
+    if (!v2 && std::find(names.begin(), names.end(), controller) == names.end()) continue;
+    for (const Mount& m : mounts) {
+      if (v2 != (m.fstype == "cgroup2")) continue;
+      if (!v2 && std::find(m.super_options.begin(), m.super_options.end(), controller) == m.super_options.end()) {
+        continue;
+      }
+      std::optional<CpuQuota> unused;
+      walk_up(cgroup_dir(m, path), m.point, unused, [&dirs](const std::string& dir) -> std::optional<CpuQuota> {
+        dirs.push_back(dir);
+        return std::nullopt;
+      });
+      break;  // one mount per hierarchy
+    }
+  }
+  return dirs;
+}
+
 ThreadBudget detect_thread_budget() {
   std::optional<CpuQuota> quota;
   auto proc_cgroup = read_text("/proc/self/cgroup"), mountinfo = read_text("/proc/self/mountinfo");

@@ -39,6 +39,13 @@ std::optional<CpuQuota> parse_cfs_quota(std::string_view quota_text, std::string
 // Missing files and levels are no limit. nullopt when nothing limits.
 std::optional<CpuQuota> cgroup_cpu_quota(std::string_view proc_cgroup, std::string_view mountinfo);
 
+// The cgroup directories of this process that hold `controller`'s files,
+// each from its own cgroup up to the hierarchy's mount point: cgroup v2's
+// unified hierarchy, and the cgroup v1 hierarchy with `controller` ("memory",
+// "cpu"). Texts as cgroup_cpu_quota's; empty when there are none.
+std::vector<std::string> cgroup_dirs(std::string_view proc_cgroup, std::string_view mountinfo,
+                                     std::string_view controller);
+
 struct ThreadBudget {
   int cpus = 1;               // the budget: the affinity CPUs capped by the quota, rounded up, at least 1
   std::vector<int> affinity;  // the CPU ids of the affinity mask, ascending

@@ -15,6 +15,7 @@
 #include "datasets/map_ops.hpp"
 #include "datasets/map_pool.hpp"
 #include "datasets/source.hpp"
+#include "datasets/stream_choice.hpp"
 #include "engine/cpu_isa.hpp"
 #include "engine/kernels/bf16_path.hpp"
 #include "engine/losses/label_check.hpp"
@@ -88,11 +89,14 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
       }
       continue;  // the formats that name their inputs take their shapes from their files
     }
+    InputOptions model_inputs;
+    set_model_inputs(model_inputs, *program.model);
     for (const FeatureSpec& f : (*spec)->features) {
       if ((*spec)->format != "tfrecord" || std::none_of(f.shape.begin(), f.shape.end(), [](int64_t d) { return d < 0; })) {
         continue;
       }
-      if ((*spec)->stream) {  // the map must fix the size (the files are read when training starts)
+      // Streamed, the map must fix the size (the files are read when training starts).
+      if (resolves_to_stream(**spec, model_inputs)) {
         auto layout = make_example_layout(**spec, prefix);
         if (!layout) return layout.error();
         auto map = MapPlan::make((*spec)->map, layout->feature_shape, layout->label_shape, 0, (*spec)->where,
@@ -101,9 +105,9 @@ Status check_declared_data_shapes(const JobSpec& job, const Program& program) {
         continue;
       }
       return config_error(fmt::format("{}: data.{}: features.{}: images of varying size (null height and width) are "
-                                      "read with stream: true only (a source read whole holds every image at one "
-                                      "size); add stream: true, or give the images' one size",
-                                      f.where, role, f.name));
+                                      "read streamed only (a source read whole holds every image at one size), and "
+                                      "this source is read whole ({}); give the images' one size",
+                                      f.where, role, f.name, stream_reason(**spec, model_inputs)));
     }
     auto shapes = declared_shapes(**spec);
     if (!shapes) continue;
@@ -187,7 +191,8 @@ Result<BatchPlan> Estimator::batch_plan(const DataSourceSpec& d, const char* rol
 }
 
 Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec, const char* role, int64_t batch,
-                                                     VocabularyPtr vocabulary, bool split_over_workers) {
+                                                     VocabularyPtr vocabulary, bool split_over_workers,
+                                                     std::string* stream_line) {
   const std::string name = std::string("data.") + role;
   InputOptions input_options{job_.base_dir, batch, job_.run.seed, name};
   set_model_inputs(input_options, *program_.model);
@@ -198,6 +203,13 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
   }
   input_options.vocabulary = std::move(vocabulary);
   if (spec.format == "csv") input_options.tabular = tabular_;
+  // Streamed or read whole, and why: once per source (evaluation opens its input each time).
+  if (stream_line != nullptr) {
+    *stream_line = stream_choice_line(spec, input_options);
+  } else if (std::find(stream_told_.begin(), stream_told_.end(), name) == stream_told_.end()) {
+    stream_told_.push_back(name);
+    if (const std::string line = stream_choice_line(spec, input_options); !line.empty()) log_.info(line);
+  }
   auto input = make_input(spec, input_options);
   if (!input) return input.error();
   if (Status s = check_input_features(spec.where + ": " + name + ": ", **input, *program_.model); !s) {

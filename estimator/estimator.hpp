@@ -56,6 +56,7 @@ struct InputBenchOptions {
 
 // What bench_input measured over the timed batches (the warm-up excluded).
 struct InputBenchResult {
+  std::string stream;        // streamed or read whole, and why (datasets/stream_choice.hpp; "" if none)
   std::string description;   // the input's start-up line (Input::describe(); "" if none)
   std::string threads;       // the compute and input thread counts, as training logs them
   int64_t global_batch = 0;  // the batch size asked of the input
@@ -208,9 +209,12 @@ class Estimator {
   // The input of `spec` (data.<role>) as training and evaluation read it:
   // InputOptions for the model's inputs and outputs, `batch` rows per step,
   // this worker's share when `split_over_workers`, text sources' `vocabulary`;
-  // then its features and labels checked against the model.
+  // then its features and labels checked against the model. The source's
+  // stream decision (datasets/stream_choice.hpp) goes to `stream_line` when
+  // given, else to the log the first time each source is opened.
   Result<std::unique_ptr<Input>> open_input(const DataSourceSpec& spec, const char* role, int64_t batch,
-                                            VocabularyPtr vocabulary, bool split_over_workers);
+                                            VocabularyPtr vocabulary, bool split_over_workers,
+                                            std::string* stream_line = nullptr);
   Status write_eval_outputs(const EvalResult& r);
   // predict --input of image files: decoded as data.train (an image_folder)
   // reads its images: image_size, color_mode and scale; `class_names` gets
@@ -269,6 +273,7 @@ class Estimator {
   int64_t global_step_ = 0;
   int64_t restored_input_position_ = 0;
   std::string restored_input_state_;  // a streaming input's exact position; "" otherwise
+  std::vector<std::string> stream_told_;  // the sources ("data.eval") whose stream decision was logged
   std::string last_checkpoint_;
   RunRecord run_record_;  // model_dir/run.json (the chief of a training run)
   bool warm_started_ = false;  // train() started from run.warm_start

@@ -81,10 +81,10 @@ Result<InputBenchResult> Estimator::bench_input(const InputBenchOptions& options
   if (!train && spec.format == "csv") {
     if (auto found = evaluation_tabular(); !found) return found.error();
   }
-  auto input = open_input(spec, options.role.c_str(), batch, vocabulary, train);
+  InputBenchResult r;
+  auto input = open_input(spec, options.role.c_str(), batch, vocabulary, train, &r.stream);
   if (!input) return input.error();
 
-  InputBenchResult r;
   r.description = (*input)->describe();
   r.threads = threads_line_;
   r.global_batch = batch;

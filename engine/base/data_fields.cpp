@@ -7,10 +7,10 @@ namespace dtrain {
 namespace {
 
 constexpr const char* kFastJpegDoc =
-    "Streamed JPEG features (stream: true) where this is the first map operation: decode only the rows and columns the "
-    "resize reads, at libjpeg's 1/8, 2/8 or 4/8 scale when the window holds the output at that scale, with libjpeg's "
-    "fast integer DCT (TensorFlow's decode_jpeg default, INTEGER_FAST). false: the window decoded at full size with "
-    "the accurate DCT, torchvision's pixels exactly.";
+    "Streamed JPEG features (stream: auto or true) where this is the first map operation: decode only the rows and "
+    "columns the resize reads, at libjpeg's 1/8, 2/8 or 4/8 scale when the window holds the output at that scale, with "
+    "libjpeg's fast integer DCT (TensorFlow's decode_jpeg default, INTEGER_FAST). false: the window decoded at full "
+    "size with the accurate DCT, torchvision's pixels exactly.";
 
 // The options of the text format, written in the resolved job only for it
 // (sequence_length has no default to print).
@@ -270,11 +270,11 @@ std::span<const Field> data_source_fields() {
           "tfrecord: the tf.Example features to read, name: {dtype: float|int64|bytes, shape: [dims] ([] = one value), "
           "decode: raw_uint8 (bytes: the pixels of shape) or png (bytes: a PNG image of shape [height, width, "
           "channels], 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA, converted as needed) or jpeg (bytes: a JPEG image of shape "
-          "[height, width, 1 or 3]; [null, null, C] when the images' sizes vary: stream: true with a map that starts "
-          "with random_resized_crop or resize_center_crop), variable: true (up to shape's element count, padded with "
-          "default), default: number (fills a missing feature)}. All features but label_feature are flattened and "
-          "concatenated in the order written into the example's features; a single one keeps its shape. Required for "
-          "tfrecord.",
+          "[height, width, 1 or 3]; [null, null, C] when the images' sizes vary: streamed (stream: auto or true) with "
+          "a map that starts with random_resized_crop or resize_center_crop), variable: true (up to shape's element "
+          "count, padded with default), default: number (fills a missing feature)}. All features but label_feature are "
+          "flattened and concatenated in the order written into the example's features; a single one keeps its shape. "
+          "Required for tfrecord.",
           "tfrecord_features")
           .shaped(R"({"type": "object"})"),
       field<&DataSourceSpec::label_feature>(
@@ -443,28 +443,39 @@ std::span<const Field> data_source_fields() {
           "thread budget), at most 8. The batches and the examples in them come in the same order whatever this is.",
           "auto_int")
           .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "integer", "minimum": 1}]})"),
-      field<&DataSourceSpec::stream>(
+      custom<&DataSourceSpec::stream>(
           "stream",
-          "format tfrecord: read, decode and batch the records as training goes instead of loading the whole data set, "
-          "holding only the open files, the shuffle buffer (of encoded records) and the prefetched batches. With "
-          "shuffle > 1 the file order is shuffled each epoch before the interleave and the shuffle buffer; example ids "
-          "are (file number << 40 | record number). Checkpoints keep the exact position (file order, each open file's "
-          "byte offset, the shuffle buffer as record references, the draw counter), so a resumed run sees exactly the "
-          "examples of the uninterrupted run without re-reading the epoch. Not with skip, take, several model inputs "
-          "or int32 ids."),
+          "Streaming reads, decodes and batches the records as training goes instead of loading the whole data set, "
+          "holding only the open files, the shuffle buffer (of encoded records) and the prefetched batches; format "
+          "tfrecord streams. With shuffle > 1 the file order is shuffled each epoch before the interleave and the "
+          "shuffle buffer; example ids are (file number << 40 | record number). Checkpoints keep the exact position "
+          "(file order, each open file's byte offset, the shuffle buffer as record references, the draw counter), so a "
+          "resumed run sees exactly the examples of the uninterrupted run without re-reading the epoch. Streaming does "
+          "not do skip, take, several model inputs or int32 ids. auto: tfrecord streams unless the job uses one of "
+          "those (then it is read whole), also with cache: memory (which keeps the encoded records, not the decoded "
+          "data set); the other formats are read whole (image_folder holds its file list and decodes each batch's "
+          "images). The decision depends on the job alone, never on sizes, so every worker and every restart reads in "
+          "the same order; start-up says it in one line with the files' size on disk and the memory available (the "
+          "smaller of MemAvailable and the room under the cgroup's memory limit), and warns when data read whole may "
+          "not fit. true: stream (an error for the other formats and for the uses above); false: read the whole data "
+          "set into memory (decoded as float32), in a different order than streaming when shuffled.",
+          "auto_bool")
+          .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "boolean"}]})"),
       field<&DataSourceSpec::max_buffer_mb>(
           "max_buffer_mb",
-          "stream: the most the input pipeline may hold, in MiB: the decoded batches (prefetch + 2) and the open "
-          "files' read buffers are counted when the job starts (too many is an error then), the shuffle buffer's "
+          "Streamed input: the most the input pipeline may hold, in MiB: the decoded batches (prefetch + 2) and the "
+          "open files' read buffers are counted when the job starts (too many is an error then), the shuffle buffer's "
           "encoded records as they arrive (training stops with an error naming the sizes when they would exceed the "
           "rest). null means no cap.")
           .min(1),
       field<&DataSourceSpec::cache>(
           "cache",
-          "stream: memory keeps each file's encoded records once it has been read to its end, and later epochs read "
-          "them from memory instead of the file (for data sets whose encoded bytes fit; the cache counts against "
-          "max_buffer_mb, and going over it stops training with an error). The order and the examples are the same "
-          "either way. none reads the files every epoch. stream: false holds the decoded data set in memory already.")
+          "Streamed input: memory keeps each file's encoded records once it has been read to its end, and later epochs "
+          "read them from memory instead of the file (for data sets whose encoded bytes fit: start-up warns when the "
+          "files are more than half the memory available; the cache counts against max_buffer_mb, and going over it "
+          "stops training with an error). The order and the examples are the same either way. none reads the files "
+          "every epoch. A source read whole (stream: false, or auto with skip or take) holds the decoded data set in "
+          "memory already: memory is an error there.")
           .shaped(R"({"enum": ["none", "memory"]})"),
   };
   return kFields;

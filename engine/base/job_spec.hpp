@@ -261,9 +261,12 @@ struct DataSourceSpec {
   std::optional<InterleaveSpec> interleave;  // null: files one after another
   std::vector<MapOpSpec> map;  // applied in order to each example
   int64_t num_parallel_calls = 1;  // threads gathering and mapping a batch; 0 = auto
-  bool stream = false;              // tfrecord: read, decode and batch as training goes (datasets/stream_input.hpp)
-  std::optional<int64_t> max_buffer_mb;  // stream: cap on what the pipeline holds; null = none
-  std::string cache = "none";       // stream: none | memory (the encoded records, read once)
+  // Read, decode and batch as training goes (datasets/stream_input.hpp) or
+  // read whole: true | false | nullopt = auto, resolved by
+  // datasets/stream_choice.hpp (tfrecord streams, other formats are read whole).
+  std::optional<bool> stream;
+  std::optional<int64_t> max_buffer_mb;  // streamed: cap on what the pipeline holds; null = none
+  std::string cache = "none";       // streamed: none | memory (the encoded records, read once)
 };
 
 struct DataSpec {

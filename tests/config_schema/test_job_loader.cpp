@@ -397,7 +397,7 @@ data:
     interleave: null
     map: []
     num_parallel_calls: 1
-    stream: false
+    stream: auto
     max_buffer_mb: null
     cache: none
 precision:

@@ -361,13 +361,18 @@ TEST_CASE("stream: cache memory gives the same batches, and later epochs no long
   }
 }
 
-TEST_CASE("stream: cache memory needs stream true") {
+TEST_CASE("stream: cache memory needs a streamed input") {
   Shards shards;
   DataSourceSpec spec = stream_spec(shards);
   spec.stream = false;
   spec.cache = "memory";
-  CHECK(input_error(spec, 4).message == "data.train: cache: memory applies to stream: true (without it the whole data "
-                                        "set is held in memory already)");
+  CHECK(input_error(spec, 4).message == "data.train: cache: memory applies to streamed input, and this one is read "
+                                        "whole (stream: false); a source read whole is held in memory already");
+  spec.stream = std::nullopt;  // auto, with what only reading whole does
+  spec.skip = 3;
+  CHECK(input_error(spec, 4).message == "data.train: cache: memory applies to streamed input, and this one is read "
+                                        "whole (stream: auto: skip and take count the examples of the whole data "
+                                        "set); a source read whole is held in memory already");
 }
 
 }  // namespace

@@ -91,9 +91,10 @@ TEST_CASE("formats: IDX, CSV, NPY and TFRecord train to identical variables afte
   o.to = "npy";
   REQUIRE(convert_source(*sample, o).ok());
 
+  // Read whole (stream: false), the examples come in the order the other formats give them.
   const std::string tf_features =
       "features: {image: {dtype: bytes, decode: raw_uint8, shape: [28, 28, 1]}, label: {dtype: int64, shape: []}}, "
-      "label_feature: label";
+      "label_feature: label, stream: false";
   const std::vector<std::pair<std::string, std::string>> sources = {
       {"idx", fmt::format("format: idx, images: \"{}\", labels: \"{}\", take: 512", images, labels)},
       {"csv", "format: csv, path: mnist.csv, label_column: label, feature_shape: [28, 28, 1]"},

@@ -50,6 +50,8 @@ def test_text_report_has_every_field(tmp_path):
     out = run_dtrain("data", "bench", make_job(tmp_path), "--batches", "3", "--warmup", "1")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
+    size = sum(p.stat().st_size for p in (tmp_path / "shards").iterdir()) / 2**20
+    assert lines.pop(0) == f"data.train: 2 tfrecord files, {size:.1f} MiB: streaming (stream: true)"
     assert lines[0] == ("data.train: streaming 2 of 2 tfrecord files (file order shuffled each epoch), interleave "
                         "1 x 1, shuffle buffer 20 records, 2 decode threads, prefetch 2 batches of 0.1 MiB; "
                         "no max_buffer_mb")
@@ -87,6 +89,7 @@ def test_json_one_epoch_counts_every_example_and_matches_pillow(tmp_path):
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout)
     assert r["split"] == "train" and r["ended"] is True
+    assert r["stream"].endswith(": streaming (stream: true)")
     assert r["batches"] == 5 and r["examples"] == SHARDS * RECORDS and r["warmup_batches"] == 0
     assert r["global_batch"] == 16 and r["feature_shape"] == [SIZE, SIZE, 3]
     assert r["examples_per_sec"] == pytest.approx(r["examples"] / r["seconds"], rel=1e-9)
@@ -106,6 +109,8 @@ def test_eval_split_reads_data_eval_to_its_end():
     # data.eval: the last 1000 of the sample's 10,000 digits (skip 9000) in batches of 500, scaled to 0..1.
     assert (r["split"], r["ended"], r["batches"], r["examples"], r["global_batch"]) == ("eval", True, 2, 1000, 500)
     assert r["feature_shape"] == [28, 28, 1] and 0.05 < r["feature_mean"] < 0.25
+    assert r["stream"].startswith("data.eval: 2 idx files, ") and \
+        r["stream"].endswith(": read whole (stream: auto: format idx does not stream)")
 
 
 def test_missing_split_is_a_job_error(tmp_path):

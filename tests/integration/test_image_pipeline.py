@@ -70,8 +70,8 @@ def test_in_memory_pipeline_crops_do_not_depend_on_num_parallel_calls(tmp_path):
     shards = tmp_path / "shards"
     shards.mkdir()
     write_shards(shards, 1, 48, 24, distinct=16)
-    one, one_dir = job(tmp_path, "one", shards, 10, "num_parallel_calls: 1")
-    three, three_dir = job(tmp_path, "three", shards, 10, "num_parallel_calls: 3")
+    one, one_dir = job(tmp_path, "one", shards, 10, "stream: false, num_parallel_calls: 1")
+    three, three_dir = job(tmp_path, "three", shards, 10, "stream: false, num_parallel_calls: 3")
     for path in (one, three):
         out = run_dtrain("train", path, "--no-eval", "--log-format", "plain")
         assert out.returncode == 0, out.stderr[-3000:]
@@ -87,7 +87,8 @@ def test_streamed_fused_decode_equals_the_in_memory_pipeline(tmp_path):
     write_shards(shards, 1, 40, 48, distinct=16)
     exact = "{random_resized_crop: {size: [16, 16], scale: [0.25, 1.0], fast_jpeg: false}}"
     dirs = {}
-    for name, data, crop in (("memory", "num_parallel_calls: 1", exact), ("stream", "stream: true, num_parallel_calls: 2", exact),
+    for name, data, crop in (("memory", "stream: false, num_parallel_calls: 1", exact),
+                             ("stream", "num_parallel_calls: 2", exact),
                              ("dct", "stream: true, num_parallel_calls: 2", None)):
         path, dirs[name] = job(tmp_path, name, shards, 10, data)
         text = path.read_text().replace("shuffle: 50", "shuffle: 0").replace("[24, 24, 3]", "[48, 48, 3]")
@@ -155,8 +156,9 @@ def test_jpegs_of_varying_size_need_stream_and_a_leading_resize(tmp_path):
     out = run_dtrain("validate", varied_job(tmp_path, shards, stream="false"))
     assert out.returncode == 2
     assert out.stderr.strip().endswith(
-        "data.train: features.image: images of varying size (null height and width) are read with stream: true only "
-        "(a source read whole holds every image at one size); add stream: true, or give the images' one size"), out.stderr
+        "data.train: features.image: images of varying size (null height and width) are read streamed only (a source "
+        "read whole holds every image at one size), and this source is read whole (stream: false); give the images' "
+        "one size"), out.stderr
     out = run_dtrain("validate", varied_job(tmp_path, shards, map_="[{random_flip: horizontal}]"))
     assert out.returncode == 2
     assert out.stderr.strip().endswith(
