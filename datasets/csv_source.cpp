@@ -92,6 +92,7 @@ struct RawCsv {
   std::vector<int64_t> label_lines;         // per row, where the label is
   std::optional<size_t> weight_col;
   std::vector<float> weights;
+  std::vector<int64_t> row_lines;           // per row, the line it starts on
   int64_t rows = 0;
 };
 
@@ -259,6 +260,7 @@ Result<RawCsv> read_csv(const DataSourceSpec& spec, const SourceContext& ctx) {
       }
       raw.weights.push_back(w);
     }
+    raw.row_lines.push_back(reader.record_line());
     ++raw.rows;
     return {};
   };
@@ -345,7 +347,7 @@ Result<TabularPreprocessing> fit_csv_source(const DataSourceSpec& spec, const So
 Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContext& ctx) {
   auto read = read_csv(spec, ctx);
   if (!read) return read.error();
-  const RawCsv& raw = *read;
+  RawCsv& raw = *read;
   const std::string& path = raw.path;
   TabularPreprocessing own;
   if (!ctx.tabular) {
@@ -433,9 +435,21 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
   all_features.push_back(Tensor::from(fshape, features));
   std::vector<Tensor> all_labels;
   all_labels.push_back(Tensor::from(Shape{rows}, labels));
+  // Data errors found later (a label out of the model's range) name the line.
+  auto lines = std::make_shared<const std::vector<int64_t>>(std::move(raw.row_lines));
+  auto label_lines = std::make_shared<const std::vector<int64_t>>(std::move(raw.label_lines));
+  std::string label_field;
+  if (raw.label_col) label_field = fmt::format(":{} (column {})", *raw.label_col + 1, column_label(raw.names, *raw.label_col));
+  ExampleLocator locate = [path, lines, label_lines, label_field](int64_t id, bool label) {
+    const auto i = static_cast<size_t>(id);
+    if (label && !label_field.empty() && i < label_lines->size()) {
+      return fmt::format("{}:{}{}", path, (*label_lines)[i], label_field);
+    }
+    return i < lines->size() ? fmt::format("{}:{}", path, (*lines)[i]) : std::string();
+  };
   return make_tensor_source(std::move(all_features), std::move(all_labels), path, {0},
                             raw.weight_col ? Tensor::from(Shape{rows}, raw.weights) : Tensor(), pre.classes,
-                            pre.worth_saving() ? pre.describe() : "");
+                            pre.worth_saving() ? pre.describe() : "", std::move(locate));
 }
 
 }  // namespace dtrain

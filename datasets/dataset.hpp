@@ -81,6 +81,11 @@ class Input {
   // The names of the class ids of the (first) labels, when the data names
   // them (image_folder's folders); empty: the ids are all there is.
   virtual std::vector<std::string> class_names() const { return {}; }
+  // Where example `id` (an entry of Batch::ids) comes from, for data errors:
+  // "train.csv:12" (with `label`, the label's field: "train.csv:12:5 (column
+  // \"species\")"), "train-3.tfrecord: record 17 (feature \"label\")"; "" when
+  // the input cannot say.
+  virtual std::string locate(int64_t /*id*/, bool /*label*/) const { return ""; }
   // run.profile: where the pipeline records preparing each batch ("pipeline
   // batch", on the prefetch thread's track "input", else the caller's); null
   // stops it. Thread-safe. REQUIRES: the profiler outlives this Input.

@@ -115,6 +115,7 @@ class PipelineInput final : public Input {
   Shape label_shape() const override { return map_.label_shape(); }
   std::string describe() const override { return description_; }
   std::vector<std::string> class_names() const override { return source_->class_names(); }
+  std::string locate(int64_t id, bool label) const override { return source_->locate(id, label); }
   void set_profiler(Profiler* profiler) override { profiler_.store(profiler); }
 
  private:

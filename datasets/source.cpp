@@ -51,7 +51,7 @@ class TensorSource final : public ExampleSource {
  public:
   TensorSource(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
                std::vector<int64_t> file_starts, Tensor weights, std::vector<std::string> class_names,
-               std::string summary)
+               std::string summary, ExampleLocator locate)
       : features_(std::move(features)),
         labels_(std::move(labels[0])),
         extra_labels_(std::make_move_iterator(labels.begin() + 1), std::make_move_iterator(labels.end())),
@@ -59,7 +59,8 @@ class TensorSource final : public ExampleSource {
         file_starts_(std::move(file_starts)),
         weights_(std::move(weights)),
         class_names_(std::move(class_names)),
-        summary_(std::move(summary)) {}
+        summary_(std::move(summary)),
+        locate_(std::move(locate)) {}
 
   int64_t size() const override { return labels_.dim(0); }
   Shape feature_shape() const override { return example_shape(features_[0]); }
@@ -79,6 +80,7 @@ class TensorSource final : public ExampleSource {
   bool has_weights() const override { return !weights_.empty(); }
   std::vector<std::string> class_names() const override { return class_names_; }
   std::string summary() const override { return summary_; }
+  std::string locate(int64_t id, bool label) const override { return locate_ ? locate_(id, label) : ""; }
 
   Batch gather(const std::vector<int64_t>& indices, float scale) const override {
     Batch out{gather_rows(features_[0], indices, scale), gather_rows(labels_, indices, 1.0f), indices};
@@ -116,6 +118,7 @@ class TensorSource final : public ExampleSource {
   Tensor weights_;                    // (N) example weights, or empty
   std::vector<std::string> class_names_;
   std::string summary_;
+  ExampleLocator locate_;
 };
 
 }  // namespace
@@ -216,14 +219,15 @@ SourcePtr make_tensor_source(std::vector<Tensor> features, Tensor labels, std::s
 
 SourcePtr make_tensor_source(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
                              std::vector<int64_t> file_starts, Tensor weights, std::vector<std::string> class_names,
-                             std::string summary) {
+                             std::string summary, ExampleLocator locate) {
   assert(!file_starts.empty() && file_starts[0] == 0 && std::is_sorted(file_starts.begin(), file_starts.end()));
   assert(!features.empty() && !labels.empty());
   for ([[maybe_unused]] const Tensor& f : features) assert(f.dim(0) == labels[0].dim(0));
   for ([[maybe_unused]] const Tensor& l : labels) assert(l.dim(0) == labels[0].dim(0));
   assert(weights.empty() || (weights.rank() == 1 && weights.dim(0) == labels[0].dim(0)));
   return std::make_shared<TensorSource>(std::move(features), std::move(labels), std::move(name), std::move(file_starts),
-                                        std::move(weights), std::move(class_names), std::move(summary));
+                                        std::move(weights), std::move(class_names), std::move(summary),
+                                        std::move(locate));
 }
 
 std::vector<Tensor> split_inputs(const std::vector<float>& rows, int64_t n, const std::vector<Shape>& shapes) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,8 @@ class ExampleSource {
   virtual DType feature_dtype() const { return DType::f32; }
   // Input::class_names() of the source's labels.
   virtual std::vector<std::string> class_names() const { return {}; }
+  // Input::locate() of example `id` (in [0, size())).
+  virtual std::string locate(int64_t /*id*/, bool /*label*/) const { return ""; }
   // Whether gather() gives Batch::weights (data.*.weight).
   virtual bool has_weights() const { return false; }
   // What the source found that start-up should print (the text source's
@@ -58,6 +61,9 @@ class ExampleSource {
 };
 
 using SourcePtr = std::shared_ptr<const ExampleSource>;
+
+// ExampleSource::locate() of a source made of tensors (make_tensor_source).
+using ExampleLocator = std::function<std::string(int64_t id, bool label)>;
 
 struct SourceContext {
   std::string base_dir;  // relative paths in the spec resolve against it
@@ -150,7 +156,8 @@ SourcePtr make_tensor_source(std::vector<Tensor> features, Tensor labels, std::s
 // REQUIRES: every tensor has the same number of rows.
 SourcePtr make_tensor_source(std::vector<Tensor> features, std::vector<Tensor> labels, std::string name,
                              std::vector<int64_t> file_starts, Tensor weights = {},
-                             std::vector<std::string> class_names = {}, std::string summary = "");
+                             std::vector<std::string> class_names = {}, std::string summary = "",
+                             ExampleLocator locate = nullptr);
 
 // Rows of concatenated inputs, `rows` (N, sum of the shapes' sizes) in
 // row-major order, as one tensor (N, shape...) per shape.

@@ -107,6 +107,12 @@ class StreamInput final : public Input {
   Shape feature_shape() const override { return parts_.map.feature_shape(); }
   Shape label_shape() const override { return parts_.map.label_shape(); }
   std::string describe() const override { return parts_.description; }
+  std::string locate(int64_t id, bool label) const override {  // ids are stream_record_id()s
+    const auto file = static_cast<size_t>(id >> 40);
+    if (file >= parts_.stream.files.size()) return "";
+    return fmt::format("{}: record {}{}", parts_.stream.files[file], id & ((int64_t{1} << 40) - 1),
+                       label ? fmt::format(" (feature \"{}\")", parts_.layout.label.name) : "");
+  }
 
  private:
   // One batch of the stream's records and the stream's position after it.

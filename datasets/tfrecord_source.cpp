@@ -43,6 +43,8 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
   TfRecordLoad load;
   int64_t rows = 0;
   std::vector<int64_t> file_starts;  // first example of each file with any records
+  std::vector<std::string> file_names;  // those files
+  std::vector<bool> file_skipped;        // whether on_error: skip left records of it out
   // Decoding threads: num_parallel_calls (0 = auto: the process's thread count, at most 8).
   const int threads = spec.num_parallel_calls > 0 ? static_cast<int>(spec.num_parallel_calls) : auto_input_threads();
   for (const std::string& path : *files) {
@@ -53,7 +55,11 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
       ++load.files_with_skips;
       load.problems.insert(load.problems.end(), file->problems.begin(), file->problems.end());
     }
-    if (!file->records.empty()) file_starts.push_back(rows);
+    if (!file->records.empty()) {
+      file_starts.push_back(rows);
+      file_names.push_back(path);
+      file_skipped.push_back(file->skipped > 0);
+    }
     const auto n = static_cast<int64_t>(file->records.size());
     const size_t f0 = features.size(), l0 = labels.size();
     features.resize(f0 + static_cast<size_t>(n) * frow);
@@ -95,8 +101,16 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
   }
   std::vector<Tensor> all_labels;
   all_labels.push_back(Tensor::from(lshape, labels));
+  // Data errors found later (a label out of the model's range) name the file and record.
+  ExampleLocator locate = [starts = file_starts, names = std::move(file_names), skipped = std::move(file_skipped),
+                           label = spec.label_feature](int64_t id, bool want_label) {
+    const auto f = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), id) - starts.begin()) - 1;
+    return fmt::format("{}: {}record {}{}", names[f], skipped[f] ? "readable " : "", id - starts[f],
+                       want_label ? fmt::format(" (feature \"{}\")", label) : "");
+  };
   load.source = make_tensor_source(std::move(inputs), std::move(all_labels), name, std::move(file_starts),
-                                   layout->weight ? Tensor::from(Shape{rows}, weights) : Tensor());
+                                   layout->weight ? Tensor::from(Shape{rows}, weights) : Tensor(), {}, "",
+                                   std::move(locate));
   return load;
 }
 

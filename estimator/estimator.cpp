@@ -208,7 +208,12 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
     *stream_line = stream_choice_line(spec, input_options);
   } else if (std::find(stream_told_.begin(), stream_told_.end(), name) == stream_told_.end()) {
     stream_told_.push_back(name);
-    if (const std::string line = stream_choice_line(spec, input_options); !line.empty()) log_.info(line);
+    // Logged where it tells something: where streaming is a choice
+    // (tfrecord), or where data read whole may not fit (its warning).
+    const std::string line = stream_choice_line(spec, input_options);
+    if (!line.empty() && (spec.format == "tfrecord" || line.find("more than half") != std::string::npos)) {
+      log_.info(line);
+    }
   }
   auto input = make_input(spec, input_options);
   if (!input) return input.error();
@@ -222,12 +227,22 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
   return input;
 }
 
-Status Estimator::check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const {
-  Status s = program_.model->check_input(b.features, b.extra_features);
-  if (s) s = check_batch_labels(b, program_);
-  if (s) return s;
-  return data_error(fmt::format("{}: {}: {} (examples {}..{} of the source)", spec.where, role, s.error().message,
-                                b.ids.empty() ? 0 : b.ids.front(), b.ids.empty() ? 0 : b.ids.back()));
+Status Estimator::check_batch(const Batch& b, const DataSourceSpec& spec, const char* role, const Input& input) const {
+  if (Status s = program_.model->check_input(b.features, b.extra_features); !s) {
+    return data_error(fmt::format("{}: {}: {} (examples {}..{} of the source)", spec.where, role, s.error().message,
+                                  b.ids.empty() ? 0 : b.ids.front(), b.ids.empty() ? 0 : b.ids.back()));
+  }
+  // A bad label is named where the user can find it: file and line (csv),
+  // file and record (tfrecord), else its example number in the source.
+  auto place = [&](int64_t row) {
+    const int64_t id = row < std::ssize(b.ids) ? b.ids[static_cast<size_t>(row)] : row;
+    const std::string at = input.locate(id, true);
+    return at.empty() ? fmt::format("example {} of the source", id) : at;
+  };
+  if (Status s = check_batch_labels(b, program_, place); !s) {
+    return data_error(fmt::format("{}: {}: {}", spec.where, role, s.error().message));
+  }
+  return Status::Ok();
 }
 
 Result<CheckpointData> Estimator::read_compatible_checkpoint(const std::string& path) const {

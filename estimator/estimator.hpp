@@ -234,7 +234,8 @@ class Estimator {
   // A data error when a layer cannot take a value of the features (an
   // embedding's id out of range) or a sparse loss meets a label outside
   // [0, classes).
-  Status check_batch(const Batch& b, const DataSourceSpec& spec, const char* role) const;
+  // `input` (that gave the batch) names the example of a bad label.
+  Status check_batch(const Batch& b, const DataSourceSpec& spec, const char* role, const Input& input) const;
   // The rows of a step of source d under the strategy (engine/base/batch_plan.hpp);
   // a config error when a replica would get none.
   Result<BatchPlan> batch_plan(const DataSourceSpec& d, const char* role) const;

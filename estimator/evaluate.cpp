@@ -56,7 +56,7 @@ Result<EvalResult> Estimator::run_evaluation(const std::string& checkpoint_name)
     auto next = (*input)->next();
     if (!next) return next.error();
     if (!next->has_value()) break;
-    if (Status s = check_batch(**next, spec, "data.eval"); !s) return s.error();
+    if (Status s = check_batch(**next, spec, "data.eval", **input); !s) return s.error();
     maybe_pause_for_test("evaluation");
     StepOutput step = strategy_->eval_step(**next);
     add_to_reports(reports, step, **next);

@@ -117,7 +117,7 @@ Result<InputBenchResult> Estimator::bench_input(const InputBenchOptions& options
                                     spec.where, name, n, shape_str(got), shape_str(want), batch,
                                     shape_str(r.feature_shape)));
     }
-    if (Status s = check_batch(b, spec, name.c_str()); !s) return s.error();
+    if (Status s = check_batch(b, spec, name.c_str(), **input); !s) return s.error();
     if (floats) {
       const ValueSums v = sum_values(b.features.data(), b.features.numel());
       if (v.bad >= 0) {

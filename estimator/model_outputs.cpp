@@ -39,12 +39,13 @@ Status check_label_shapes(const Input& input, const Program& program, const std:
   return Status::Ok();
 }
 
-Status check_batch_labels(const Batch& batch, const Program& program) {
+Status check_batch_labels(const Batch& batch, const Program& program,
+                          const std::function<std::string(int64_t row)>& example_place) {
   for (size_t j = 0; j < program.outputs.size(); ++j) {
     const ProgramOutput& o = program.outputs[j];
     if (o.loss->name() != "sparse_softmax_cross_entropy") continue;
     const Tensor& labels = j == 0 ? batch.labels : batch.extra_labels.at(j - 1);
-    if (Status s = check_labels(labels, program.model->outputs()[j].shape); !s) {
+    if (Status s = check_labels(labels, program.model->outputs()[j].shape, example_place); !s) {
       if (o.name.empty()) return s;
       return data_error(fmt::format("output {} (labels \"{}\"): {}", o.name, o.labels, s.error().message));
     }

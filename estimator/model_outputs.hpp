@@ -3,6 +3,8 @@
 // of each output's loss and metrics (model.outputs, or the one-output shorthand).
 #pragma once
 
+#include <functional>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,8 +28,10 @@ void set_model_outputs(InputOptions& options, const Program& program);
 Status check_label_shapes(const Input& input, const Program& program, const std::string& job_path);
 
 // Class ids in range for every sparse_softmax_cross_entropy output of a
-// batch (engine/losses/label_check.hpp); the error names the output.
-Status check_batch_labels(const Batch& batch, const Program& program);
+// batch (engine/losses/label_check.hpp); the error names the output, and
+// the example by `example_place` (of its row in the batch) when given.
+Status check_batch_labels(const Batch& batch, const Program& program,
+                          const std::function<std::string(int64_t row)>& example_place = nullptr);
 
 // The scalars of a summed StepOutput: "loss" (the total: the sum of weight x
 // each output's mean loss), then every metric by its tag ("accuracy";

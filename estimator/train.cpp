@@ -165,7 +165,7 @@ Status Estimator::train_steps(bool evaluate_during) {
       break;
     }
     const Batch& b = **next;
-    if (Status st = check_batch(b, *job_.data.train, "data.train"); !st) return st;
+    if (Status st = check_batch(b, *job_.data.train, "data.train", *t.input); !st) return st;
     s.learning_rate = static_cast<float>(learning_rate_at(job_.optimizer, global_step_));
     {
       const ProfileScope compute(s.profiler, "compute");

@@ -7,14 +7,17 @@
 
 namespace dtrain {
 
-Status check_labels(const Tensor& labels, const Shape& output) {
+Status check_labels(const Tensor& labels, const Shape& output,
+                    const std::function<std::string(int64_t example)>& example_place) {
   const int64_t classes = output.empty() ? 1 : output.back();
   const int64_t b = labels.rank() == 0 ? 1 : labels.dim(0);
   const int64_t per_example = b == 0 ? 1 : labels.numel() / b;
   auto where = [&](int64_t i) {
-    return per_example == 1 ? fmt::format("example {}", i)
-                            : fmt::format("example {}, position {}", i / per_example, i % per_example);
+    const std::string example =
+        example_place ? example_place(i / per_example) : fmt::format("example {}", i / per_example);
+    return per_example == 1 ? example : fmt::format("{}, position {}", example, i % per_example);
   };
+  const std::string ids = example_place ? fmt::format(" (class ids are 0..{})", classes - 1) : "";
   const float* y = labels.data();
   for (int64_t i = 0; i < labels.numel(); ++i) {
     const float v = y[i];
@@ -22,7 +25,7 @@ Status check_labels(const Tensor& labels, const Shape& output) {
       return data_error(fmt::format("label {} at {} is not an integer class id", v, where(i)));
     }
     if (v < 0.0f || v >= static_cast<float>(classes)) {
-      return data_error(fmt::format("label {} at {} is out of range for {} classes", v, where(i), classes));
+      return data_error(fmt::format("label {} at {} is out of range for {} classes{}", v, where(i), classes, ids));
     }
   }
   return Status::Ok();

@@ -137,16 +137,15 @@ def test_cache_memory_on_a_source_read_whole_is_a_config_error(tmp_path, small_s
         "read whole is held in memory already"), out.stderr
 
 
-def test_formats_that_do_not_stream_are_read_whole_and_say_so(tmp_path):
+def test_formats_that_do_not_stream_are_read_whole_without_a_line_unless_it_may_not_fit(tmp_path):
     job = tmp_path / "idx.yaml"
     job.write_text(MLP_JOB.format(images=SAMPLE_IMAGES, labels=SAMPLE_LABELS, model_dir=tmp_path / "run", max_steps=20,
                                   save_steps=20, keep=1))
     out = run_dtrain("train", job, "--log-format", "plain")
     assert out.returncode == 0, out.stderr[-3000:]
     size = (SAMPLE_IMAGES.stat().st_size + SAMPLE_LABELS.stat().st_size) / MIB
-    for role in ("train", "eval"):
-        line = f"data.{role}: 2 idx files, {size:.1f} MiB: read whole (stream: auto: format idx does not stream)\n"
-        assert out.stderr.count(line) == 1, out.stderr  # once, though evaluation opens its input each time
+    # Nothing to choose and it fits: the log stays quiet (dtrain data bench still prints the line).
+    assert "read whole" not in out.stderr and f"{size:.1f} MiB" not in out.stderr, out.stderr
     out = run_dtrain("train", job, "--no-eval", "--set", "data.train.stream=true")
     assert out.returncode == 2
     assert out.stderr.strip().endswith("data.train: stream: true reads format tfrecord only (format idx is read whole; "
