@@ -393,7 +393,7 @@ const std::vector<Command>& commands() {
                       ".npz of one array per input, images (a .jpg/.jpeg/.png file or a folder of them) for a job "
                       "whose data.train is an image_folder, or CSV rows (.csv, .csv.gz) for a job whose data.train "
                       "is a csv, read with its columns (the label column may be left out)")->required();
-         s.add_option("--output", a.output, "predictions file: .npy or .csv (P.LAYER.npy per output with model.outputs)")->required();
+         s.add_option("--output", a.output, "predictions file: .npy, .csv or .jsonl (one JSON object per example: class, class_name, probabilities); P.LAYER.npy per output with model.outputs")->required();
          s.add_option("--checkpoint", a.checkpoint, "checkpoint file to use");
        },
        run_predict},

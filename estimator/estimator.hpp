@@ -167,6 +167,11 @@ class Estimator {
   Result<CheckpointData> read_compatible_checkpoint(const std::string& path) const;
   Status restore_from(const CheckpointData& ckpt);
   // write_onnx of the model with ckpt's values (checked against the model).
+  // Beside an exported model: what its input and output mean (scale,
+  // normalize, whether the graph holds them; class names; a csv job's
+  // columns; a text job's vocabulary), as P.preprocessing.json for P.onnx.
+  // Returns the file written, "" when there is nothing to say.
+  Result<std::string> write_export_preprocessing(const std::string& onnx_path);
   Status export_checkpoint(const CheckpointData& ckpt, const std::string& checkpoint_path,
                            const std::string& out_path) const;
   // The job's export: section during train (estimator/exporters.cpp): after

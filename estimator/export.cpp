@@ -3,9 +3,14 @@
 // head predict applies, written by engine/export/.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include "datasets/source.hpp"
 #include "engine/export/onnx_export.hpp"
+#include "engine/io/file_util.hpp"
 #include "engine/losses/loss_kind.hpp"
 #include "estimator/estimator.hpp"
+#include "estimator/inference_view.hpp"
 
 namespace dtrain {
 
@@ -25,6 +30,49 @@ Result<PredictionHead> prediction_head(const std::string& loss) {
 
 }  // namespace
 
+Result<std::string> Estimator::write_export_preprocessing(const std::string& onnx_path) {
+  nlohmann::ordered_json j;
+  j["dtrain_export"] = 1;
+  const InferenceView view = inference_view(job_);
+  nlohmann::ordered_json in;
+  in["scale"] = view.scale;
+  if (!view.mean.empty()) in["normalize"] = {{"mean", view.mean}, {"std", view.std}};
+  in["in_graph"] = view.map_is_normalize_only();
+  j["input"] = in;
+  bool worth = false;
+  const std::optional<DataSourceSpec>& train = job_.data.train;
+  if (train && train->format == "csv") {
+    auto tabular = evaluation_tabular();
+    if (!tabular) return tabular.error();
+    if (*tabular) {  // the columns' encoding happens before the graph
+      j["classes"] = (*tabular)->classes;
+      j["csv"] = nlohmann::ordered_json::parse(tabular_json(**tabular));
+      worth = true;
+    }
+  } else if (train && train->format == "image_folder") {
+    auto source = load_source(*train, SourceContext{job_.base_dir, train->where + ": data.train: "});
+    if (!source) return source.error();
+    j["classes"] = (*source)->class_names();
+    j["image"] = {{"size", train->image_size}, {"color_mode", train->color_mode}};
+    worth = true;
+  }
+  if (vocabulary_ || (train && train->format == "text")) {
+    if (!vocabulary_) {
+      auto v = evaluation_vocabulary();
+      if (!v) return v.error();
+    }
+    j["vocabulary"] = nlohmann::ordered_json::parse(vocabulary_json(*vocabulary_));
+    worth = true;
+  }
+  if (!worth && view.scale == 1.0 && view.mean.empty()) return std::string();
+  std::string path = onnx_path;
+  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) path.resize(path.size() - 5);
+  path += ".preprocessing.json";
+  const std::string text = j.dump(1) + "\n";
+  if (Status s = io::write_file_atomic(path, {text}); !s) return s.error();
+  return path;
+}
+
 Status Estimator::export_checkpoint(const CheckpointData& ckpt, const std::string& checkpoint_path,
                                     const std::string& out_path) const {
   const Model& model = *program_.model;
@@ -37,7 +85,11 @@ Status Estimator::export_checkpoint(const CheckpointData& ckpt, const std::strin
     if (!head) return head.error();
     o.heads.push_back(*head);
   }
-  o.input_scale = job_.data.predict ? job_.data.predict->scale : 1.0;
+  // The evaluation's numeric preprocessing is part of the graph: raw examples in.
+  const InferenceView view = inference_view(job_);
+  o.input_scale = view.scale;
+  o.input_mean = view.mean;
+  o.input_std = view.std;
   o.global_step = ckpt.global_step;
   o.doc = fmt::format("dtrain job {}, checkpoint {} (step {})", job_.source_path, checkpoint_path, ckpt.global_step);
   return write_onnx(model, values, o, out_path);
@@ -52,6 +104,23 @@ Status Estimator::export_model(const std::string& format, const std::string& out
   auto ckpt = read_compatible_checkpoint(path);
   if (!ckpt) return ckpt.error();
   if (Status s = export_checkpoint(*ckpt, path, out_path); !s) return s;
+  const InferenceView view = inference_view(job_);
+  if (view.map_is_normalize_only()) {
+    if (const std::string applied = describe_inference_view(view); !applied.empty()) {
+      log_.info(fmt::format("the exported graph {}", applied));
+    }
+  } else {
+    std::vector<std::string> ops;
+    for (const MapOpSpec& op : view.map) ops.push_back(op.op);
+    log_.warning(fmt::format("{}'s map ({}) is not in the exported graph, which holds the scale and a normalize alone: "
+                             "give the exported model examples after those operations",
+                             view.role, fmt::join(ops, ", ")));
+  }
+  if (auto beside = write_export_preprocessing(out_path); !beside) {
+    return beside.error();
+  } else if (!beside->empty()) {
+    log_.info(fmt::format("wrote what the exported model's inputs and outputs mean to {}", *beside));
+  }
   if (program_.mixed()) {
     log_.info(fmt::format("precision.compute is {}: the exported model computes in float32, so its outputs differ "
                           "from dtrain predict's by {} rounding",

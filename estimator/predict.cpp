@@ -7,12 +7,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "estimator/estimator.hpp"
 #include "datasets/image_folder_source.hpp"
 #include "datasets/npy_source.hpp"
 #include "datasets/source.hpp"
 #include "datasets/npz_file.hpp"
+#include "estimator/inference_view.hpp"
 #include "estimator/npy.hpp"
 
 namespace dtrain {
@@ -61,12 +63,42 @@ Status write_csv(const std::string& path, const Tensor& pred, const std::vector<
   return Status::Ok();
 }
 
+// One JSON object per example: {"file": ... (with files), "class": id,
+// "class_name": ... (with class names), "probabilities": {name or id: p}},
+// or {"value": v} for a model output of one unit.
+Status write_json_lines(const std::string& path, const Tensor& pred, const std::vector<std::string>& files,
+                        const std::vector<std::string>& class_names) {
+  std::ofstream f(path);
+  const int64_t n = pred.dim(0), k = pred.numel() / std::max<int64_t>(n, 1);
+  const bool names = k > 1 && static_cast<int64_t>(class_names.size()) == k;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = pred.data() + i * k;
+    nlohmann::ordered_json j;
+    if (!files.empty()) j["file"] = files[static_cast<size_t>(i)];
+    if (k > 1) {
+      const auto best = std::max_element(row, row + k) - row;
+      j["class"] = best;
+      if (names) j["class_name"] = class_names[static_cast<size_t>(best)];
+      nlohmann::ordered_json p = nlohmann::ordered_json::object();
+      for (int64_t c = 0; c < k; ++c) {
+        p[names ? class_names[static_cast<size_t>(c)] : std::to_string(c)] = row[c];
+      }
+      j["probabilities"] = p;
+    } else {
+      j["value"] = row[0];
+    }
+    f << j.dump() << '\n';
+  }
+  if (!f) return runtime_error(fmt::format("cannot write {}", path));
+  return Status::Ok();
+}
+
 // Where output j's predictions go: `path` itself for a model of one output,
 // else P.LAYER.npy for path P.npy (P.LAYER.csv for P.csv), one per output.
 std::string output_file(const std::string& path, const Model& model, size_t j) {
   const auto& outputs = model.outputs();
   if (outputs.size() == 1 && outputs[0].where.empty()) return path;
-  const size_t dot = path.size() - 4;  // ".npy" or ".csv", checked first
+  const size_t dot = path.rfind('.');  // ".npy", ".csv" or ".jsonl", checked first
   return path.substr(0, dot) + "." + outputs[j].name + path.substr(dot);
 }
 
@@ -101,14 +133,11 @@ Result<Tensor> Estimator::read_predict_images(const std::vector<std::string>& fi
                         "not an image_folder; give a .npy array of examples instead");
   }
   const int64_t h = train->image_size[0], w = train->image_size[1], c = color_mode_channels(train->color_mode);
-  if (model.num_inputs() != 1 || model.input_shape() != Shape{h, w, c}) {
-    return config_error(fmt::format("--input: data.train's images are {}x{}x{} but the model reads {}", h, w, c,
-                                    shape_str(model.input_shape())));
+  if (model.num_inputs() != 1) {
+    return config_error(fmt::format("--input: image files give one input, but the model reads {}",
+                                    model.num_inputs()));
   }
-  if (!train->map.empty()) {
-    log_.warning("predict on image files applies data.train's image_size, color_mode and scale, not its map "
-                 "operations; predictions may differ from what training saw");
-  }
+  const InferenceView view = inference_view(job_);
   // The class names, as training numbered the folders.
   auto source = load_source(*train, SourceContext{job_.base_dir, train->where + ": data.train: "});
   if (source) class_names = (*source)->class_names();
@@ -116,19 +145,19 @@ Result<Tensor> Estimator::read_predict_images(const std::vector<std::string>& fi
   Tensor x(Shape{n, h, w, c});
   std::vector<float> scratch;
   for (int64_t i = 0; i < n; ++i) {
-    if (Status s = decode_image_file(files[static_cast<size_t>(i)], h, w, c, static_cast<float>(train->scale),
+    if (Status s = decode_image_file(files[static_cast<size_t>(i)], h, w, c, static_cast<float>(view.scale),
                                      x.data() + i * h * w * c, scratch);
         !s) {
       return s.error();
     }
   }
-  return x;
+  return apply_inference_view(std::move(x), view, true);
 }
 
 Status Estimator::predict(const std::string& input_path, const std::string& output_path,
                           const std::optional<std::string>& checkpoint) {
-  if (!ends_with(output_path, ".npy") && !ends_with(output_path, ".csv")) {
-    return config_error(fmt::format("--output {}: expected a .npy or .csv file name", output_path));
+  if (!ends_with(output_path, ".npy") && !ends_with(output_path, ".csv") && !ends_with(output_path, ".jsonl")) {
+    return config_error(fmt::format("--output {}: expected a .npy, .csv or .jsonl file name", output_path));
   }
   const Model& model = *program_.model;
   const std::string wanted = model.num_inputs() > 1 ? ".npz" : ".npy";
@@ -174,6 +203,29 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
       inputs.push_back(Tensor::from(array->shape, array->values));
     }
   }
+  // Raw examples, as the data holds them: the evaluation's scale and map
+  // (images were scaled and mapped as they were decoded).
+  const InferenceView view = inference_view(job_);
+  if (image_files.empty()) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const ModelInput& in = model.inputs()[k];
+      Tensor& x = inputs[k];
+      if (in.dtype != DType::f32 || x.rank() < 1 || x.dim(0) == 0) continue;  // token ids; bad arrays: below
+      InferenceView v = view;
+      if (k > 0) v.map.clear();  // the map works on the first input, as in the pipeline
+      if (!v.map.empty() && x.numel() / x.dim(0) == num_elements(in.shape)) {
+        Shape batched = {x.dim(0)};  // a flat array of the model's examples: the map sees their shape
+        batched.insert(batched.end(), in.shape.begin(), in.shape.end());
+        x = x.reshaped(batched);
+      }
+      auto mapped = apply_inference_view(std::move(x), v, false);
+      if (!mapped) return mapped.error();
+      x = std::move(*mapped);
+    }
+  }
+  if (const std::string applied = describe_inference_view(view); !applied.empty()) {
+    log_.info("predict: " + applied);
+  }
   const int64_t n = inputs[0].rank() < 1 ? 0 : inputs[0].dim(0);
   for (size_t k = 0; k < inputs.size(); ++k) {
     const ModelInput& in = model.inputs()[k];
@@ -203,9 +255,6 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
         out[i] = static_cast<int32_t>(v);
       }
       x = std::move(ids);
-    } else if (job_.data.predict && image_files.empty() && !csv_rows) {
-      const double scale = job_.data.predict->scale;
-      for (int64_t i = 0; i < x.numel(); ++i) x[i] = static_cast<float>(x[i] * scale);
     }
   }
   auto restored = restore_for_inference(checkpoint);
@@ -233,7 +282,9 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   std::string written;
   for (size_t j = 0; j < outs.size(); ++j) {
     const std::string file = output_file(output_path, model, j);
-    Status s = ends_with(file, ".npy") ? write_npy(file, outs[j])
+    Status s = ends_with(file, ".npy")     ? write_npy(file, outs[j])
+               : ends_with(file, ".jsonl") ? write_json_lines(file, outs[j], image_files,
+                                                              j == 0 ? class_names : std::vector<std::string>{})
                                        : write_csv(file, outs[j], image_files, j == 0 ? class_names : std::vector<std::string>{});
     if (!s) return s;
     written += (written.empty() ? "" : ", ") + file;

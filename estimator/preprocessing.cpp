@@ -131,7 +131,7 @@ Result<Tensor> Estimator::read_predict_csv(const std::string& file, std::vector<
   class_names = tabular->classes;
   std::vector<int64_t> all((*source)->size());
   std::iota(all.begin(), all.end(), int64_t{0});
-  return (*source)->gather(all, static_cast<float>(train->scale)).features;
+  return (*source)->gather(all, 1.0f).features;  // predict applies the evaluation's scale and map
 }
 
 }  // namespace dtrain

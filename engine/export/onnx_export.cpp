@@ -48,6 +48,11 @@ Status build_graph(const Model& model, std::span<const Tensor> values, const Onn
     if (in.dtype == DType::f32 && o.input_scale != 1.0) {
       v = g.node("Mul", {v, g.floats(in.name + "/scale", {}, {static_cast<float>(o.input_scale)})}, in.name + "/scaled");
     }
+    if (in.dtype == DType::f32 && !o.input_mean.empty() && input_value.empty()) {
+      const Shape mshape{static_cast<int64_t>(o.input_mean.size())}, sshape{static_cast<int64_t>(o.input_std.size())};
+      v = g.node("Sub", {v, g.floats(in.name + "/mean", mshape, o.input_mean)}, in.name + "/centred");
+      v = g.node("Div", {v, g.floats(in.name + "/std", sshape, o.input_std)}, in.name + "/normalized");
+    }
     input_value.push_back(v);
   }
   std::vector<std::string> value(model.num_layers());

@@ -24,8 +24,12 @@ struct OnnxExportOptions {
   // One per model output, in Model::outputs() order (predict's per-output
   // heads). REQUIRES: heads.size() == model.num_outputs().
   std::vector<PredictionHead> heads{PredictionHead::kIdentity};
-  // data.predict.scale: predict multiplies float32 features by it first.
+  // The evaluation's scale (estimator/inference_view.hpp): predict multiplies
+  // float32 features by it first.
   double input_scale = 1.0;
+  // Then its normalize, (x - mean) / std over the last dimension (1 or C
+  // values each), on the first input; empty: none.
+  std::vector<float> input_mean, input_std;
   int64_t global_step = 0;   // the checkpoint's step, kept as the model version
   std::string doc;           // the job and checkpoint it came from (doc_string)
 };

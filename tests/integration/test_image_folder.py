@@ -126,7 +126,7 @@ def test_mixed_images_train_above_the_majority_baseline_on_a_held_out_split(tmp_
     print(f"image_folder: predict on 30 new images of varying size: {right}/30 right")
     assert right >= 24
     # One file works too; and the images' predictions equal those of the
-    # same pixels as an array (decoded by data convert, scaled as training).
+    # same raw pixels as an array (decoded by data convert; predict scales both as data.eval does).
     r = run_dtrain("predict", job, "--model-dir", tmp_path / "m", "--input", new / "img03.jpg",
                    "--output", tmp_path / "one.npy")
     assert r.returncode == 0, r.stderr
@@ -140,7 +140,7 @@ def test_mixed_images_train_above_the_majority_baseline_on_a_held_out_split(tmp_
                    "--to", "npy", "--out", tmp_path / "arr")
     assert r.returncode == 0, r.stderr
     pixels = np.load(tmp_path / "arr" / "data-images.npy")[:30]
-    np.save(tmp_path / "x.npy", pixels * np.float32(0.00392156862745098))
+    np.save(tmp_path / "x.npy", pixels)  # raw: predict scales them as data.eval does
     r = run_dtrain("predict", job, "--model-dir", tmp_path / "m", "--input", tmp_path / "x.npy",
                    "--output", tmp_path / "arr.npy")
     assert r.returncode == 0, r.stderr

@@ -79,8 +79,10 @@ def train_briefly(job, model_dir):
 
 
 def example_inputs(model, n, rng):
-    """Arrays for every graph input: floats in [0, 1) (or N(0, 1)), token ids
-    below the smallest vocabulary a Gather of the model reads."""
+    """Arrays for every graph input: floats as the data holds them (pixels
+    0..255 where the graph scales its input by a Mul first, else [0, 1)),
+    token ids below the smallest vocabulary a Gather of the model reads."""
+    scaled = {node.input[0] for node in model.graph.node if node.op_type == "Mul" and node.output[0].endswith("/scaled")}
     sizes = {i.name: i.dims[0] for i in model.graph.initializer if i.dims}
     vocab = min((sizes[node.input[0]] for node in model.graph.node if node.op_type == "Gather"), default=10)
     arrays = {}
@@ -89,7 +91,7 @@ def example_inputs(model, n, rng):
         if i.type.tensor_type.elem_type == onnx.TensorProto.INT32:
             arrays[i.name] = rng.integers(0, vocab, size=shape).astype(np.int32)
         else:
-            arrays[i.name] = rng.random(shape, dtype=np.float32)
+            arrays[i.name] = rng.random(shape, dtype=np.float32) * np.float32(255 if i.name in scaled else 1)
     return arrays
 
 
@@ -168,6 +170,68 @@ def test_prediction_heads_and_input_scale_match_predict(tmp_path, loss, op):
     model = export_and_compare(job, tmp_path)
     assert model.graph.node[-1].op_type == op
     assert model.graph.node[0].op_type == "Mul" and model.graph.node[0].input[0] == "input"
+
+
+RAW_JOB = """
+model:
+  input: {{shape: [6, 6, 3]}}
+  layers:
+    - {{type: conv2d, filters: 4, kernel: 3, activation: relu}}
+    - {{type: flatten}}
+    - {{type: dense, units: 3}}
+  loss: sparse_softmax_cross_entropy
+  metrics: [accuracy]
+data:
+  train: {{format: npz, path: {train}, batch_size: 16, scale: 0.00392156862745098,
+          map: [{{random_flip: horizontal}}, {{normalize: {{mean: [0.4, 0.5, 0.6], std: [0.2, 0.25, 0.3]}}}}]}}
+  eval: {{format: npz, path: {train}, batch_size: 32, scale: 0.00392156862745098,
+         map: [{{normalize: {{mean: [0.4, 0.5, 0.6], std: [0.2, 0.25, 0.3]}}}}]}}
+optimizer: {{type: sgd, learning_rate: 0.1}}
+run: {{max_steps: 6, save_checkpoints_steps: 6, seed: 4}}
+"""
+
+
+@pytest.mark.parametrize("eval_section", [True, False], ids=["eval", "train-only"])
+def test_raw_pixels_get_the_evaluations_scale_and_normalize_in_predict_and_in_the_graph(tmp_path, eval_section):
+    """Raw 0..255 pixels in: predict applies data.eval's scale and normalize
+    (or data.train's without its random_flip), the exported graph holds the
+    same, and onnxruntime on the raw pixels equals predict; the evaluation
+    accuracy equals predict's on the same rows."""
+    rng = np.random.default_rng(6)
+    pixels = rng.integers(0, 256, size=(96, 6, 6, 3)).astype(np.float32)
+    labels = (pixels[:, :, :, 0].mean(axis=(1, 2)) > 127.5).astype(np.float32) + (pixels[:, 0, 0, 1] > 200)
+    np.savez(tmp_path / "train.npz", images=pixels, labels=labels.astype(np.float32))
+    text = RAW_JOB.format(train=tmp_path / "train.npz")
+    if not eval_section:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith("  eval:")
+                         and not line.startswith("         map:"))
+    job = tmp_path / "job.yaml"
+    job.write_text(text)
+    train_briefly(job, tmp_path / "run")
+    np.save(tmp_path / "x.npy", pixels)
+    out = run_dtrain("predict", job, "--model-dir", tmp_path / "run", "--input", tmp_path / "x.npy",
+                     "--output", tmp_path / "p.npy", env=ENV)
+    assert out.returncode == 0, out.stderr
+    role = "data.eval" if eval_section else "data.train"
+    assert f"predict: applies {role}'s preprocessing: scale 0.00392157, map normalize" in out.stderr, out.stderr
+    if not eval_section:
+        assert "left out data.train's random operations random_flip (augmentation is for training)" in out.stderr
+    expected = np.load(tmp_path / "p.npy")
+    onnx_path = tmp_path / "model.onnx"
+    out = run_dtrain("export", job, "--model-dir", tmp_path / "run", "--format", "onnx", "--out", onnx_path, env=ENV)
+    assert out.returncode == 0, out.stderr
+    model = onnx.load(str(onnx_path))
+    assert [n.op_type for n in model.graph.node[:3]] == ["Mul", "Sub", "Div"]
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    (got,) = session.run(["predictions"], {"input": pixels})
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
+    beside = json.loads((tmp_path / "model.preprocessing.json").read_text())
+    assert beside["input"]["in_graph"] is True and beside["input"]["normalize"]["std"] == pytest.approx([0.2, 0.25, 0.3])
+    if eval_section:
+        out = run_dtrain("evaluate", job, "--model-dir", tmp_path / "run", env=ENV)
+        assert out.returncode == 0, out.stderr
+        acc = float(next(l for l in out.stdout.splitlines() if l.startswith("accuracy:")).split()[1])
+        assert acc == pytest.approx((expected.argmax(axis=1) == labels).mean(), abs=1e-6)
 
 
 def test_export_errors(tmp_path):

@@ -16,6 +16,7 @@ import json
 from collections import Counter
 
 import numpy as np
+import pytest
 
 from conftest import run_dtrain
 
@@ -159,6 +160,16 @@ def test_csv_with_categories_missing_values_and_names_trains_and_predicts_as_tra
     assert list(pred[0]) == ["class", "class_name", "phigh", "plow", "pmid"]
     right = sum(p["class_name"] == x[-1] for p, x in zip(pred, eval_rows))
     assert len(pred) == 600 and abs(right / 600 - acc) < 1e-6, (right, acc)
+
+    # JSON lines name the class and each probability.
+    r = run_dtrain("predict", job, "--model-dir", tmp_path / "m", "--input", d / "eval.csv",
+                   "--output", tmp_path / "eval_pred.jsonl")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in (tmp_path / "eval_pred.jsonl").read_text().splitlines()]
+    assert len(lines) == 600 and list(lines[0]) == ["class", "class_name", "probabilities"]
+    assert [x["class_name"] for x in lines] == [p["class_name"] for p in pred]
+    assert list(lines[0]["probabilities"]) == CLASSES
+    assert lines[0]["probabilities"]["mid"] == pytest.approx(float(pred[0]["pmid"]), abs=1e-6)
 
     # New rows: no label column, columns in another order, cities never seen
     # in training, missing values: predicted from the NumPy encoding of the

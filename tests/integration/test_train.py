@@ -78,9 +78,10 @@ def test_evaluate_and_predict_agree(trained, tmp_path):
         images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28, 1)[9000:]
     with gzip.open(SAMPLE_LABELS) as f:
         labels = np.frombuffer(f.read(), np.uint8, offset=8)[9000:]
-    np.save(tmp_path / "x.npy", images.astype(np.float32) / 255.0)
+    np.save(tmp_path / "x.npy", images.astype(np.float32))  # predict scales them as data.eval does
     out = run_dtrain("predict", job, "--input", tmp_path / "x.npy", "--output", tmp_path / "p.npy")
     assert out.returncode == 0, out.stderr
+    assert "predict: applies data.eval's preprocessing: scale 0.00392157" in out.stderr, out.stderr
     probs = np.load(tmp_path / "p.npy")
     assert probs.shape == (1000, 10)
     assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-5)
