@@ -56,7 +56,7 @@ Status Estimator::prepare_training_tabular(bool chief) {
                                       prefix(spec, "train"), diff));
     }
     tabular_ = std::make_shared<const TabularPreprocessing>(std::move(*saved));
-    log_.info(fmt::format("data.train: columns as saved with the model in {}: {}", path, tabular_->describe()));
+    log_.info(fmt::format("data.train: columns read as saved with the model in {}", path));
     return Status::Ok();
   }
   log_.status("reading data.train's columns");
@@ -71,7 +71,7 @@ Status Estimator::prepare_training_tabular(bool chief) {
   tabular_ = std::make_shared<const TabularPreprocessing>(std::move(*fitted));
   if (chief) {
     if (Status s = write_tabular_file(path, *tabular_); !s) return s;
-    log_.info(fmt::format("data.train: {}; saved to {}", tabular_->describe(), path));
+    log_.info(fmt::format("data.train: saved what its columns learnt (vocabularies, fills, class names) to {}", path));
   }
   return Status::Ok();
 }

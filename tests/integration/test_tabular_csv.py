@@ -139,7 +139,8 @@ def test_csv_with_categories_missing_values_and_names_trains_and_predicts_as_tra
     assert saved["label"] == {"column": "grade", "classes": CLASSES}
     assert (f"data.train: 5 columns -> {WIDTH} features: age number (fill mean " in r.stderr
             and "city category (6 values + unknown)" in r.stderr
-            and 'label "grade": 3 classes (high, low, mid); saved to ' in r.stderr), r.stderr
+            and 'label "grade": 3 classes (high, low, mid)\n' in r.stderr
+            and "data.train: saved what its columns learnt (vocabularies, fills, class names) to " in r.stderr), r.stderr
 
     # Held-out accuracy, well above the majority class; the report names the classes.
     m = json.loads((tmp_path / "m" / "eval" / "metrics-300.json").read_text())
@@ -226,7 +227,7 @@ def test_changed_columns_under_a_checkpoint_are_refused_and_a_failed_first_run_b
     job = write_job(tmp_path, d, steps=40)
     r = run_dtrain("train", job, "--model-dir", tmp_path / "m", "--log-format", "plain")
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "data.train: columns as saved with the model in " in r.stderr
+    assert "data.train: columns read as saved with the model in " in r.stderr
     assert (tmp_path / "m" / "preprocessing.json").read_text() == saved
 
 
