@@ -306,9 +306,10 @@ std::span<const Field> data_source_fields() {
           "text: the token unit. char: the UTF-8 characters of the files (invalid UTF-8 is a data error naming the "
           "file and byte offset); byte: their bytes. The vocabulary is the sorted distinct units of data.train's files "
           "(all of them, the held-out part too) plus <unk> as the last id, for units of other text not in it; dtrain "
-          "train saves it as model_dir/vocab.json and every later run of that model_dir (resume, evaluate) uses the "
-          "saved one, so token ids never change: when data.train's files or unit give another vocabulary, training "
-          "stops with an error. Features are the token ids as float32 (exact for vocabularies below 2^24).")
+          "train saves it as model_dir/vocab.json and every later run of that model_dir with a checkpoint (resume, "
+          "evaluate) uses the saved one, so token ids never change: when data.train's files or unit give another "
+          "vocabulary, training stops with an error (a vocab.json without a checkpoint, of a first run that failed, "
+          "is rebuilt). embedding input_dim: auto and dense units: auto take its size. Features are the token ids as float32 (exact for vocabularies below 2^24).")
           .shaped(R"({"enum": ["char", "byte"]})")
           .shown_when(is_text),
       field<&DataSourceSpec::sequence_length>(
