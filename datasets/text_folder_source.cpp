@@ -8,11 +8,10 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <filesystem>
 #include <map>
-#include <system_error>
 
+#include "datasets/class_folders.hpp"
 #include "datasets/token_ids.hpp"
 #include "datasets/utf8.hpp"
 #include "engine/io/file_util.hpp"
@@ -22,23 +21,6 @@ namespace dtrain {
 namespace fs = std::filesystem;
 
 namespace {
-
-// FNV-1a of the path relative to the folder, as image_folder's split.
-uint64_t path_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-// The files of one split: per class (in id order), sorted paths.
-struct ClassFiles {
-  std::string dir;                                // resolved
-  std::vector<std::string> classes;               // in id order
-  std::vector<std::vector<std::string>> files;    // per class
-};
 
 Status check_spec(const DataSourceSpec& spec, const std::string& prefix) {
   if (spec.dir.empty()) return config_error(prefix + "format text_folder needs dir (a folder of class folders of .txt files)");
@@ -67,52 +49,16 @@ Status check_spec(const DataSourceSpec& spec, const std::string& prefix) {
   return Status::Ok();
 }
 
-Result<ClassFiles> list_files(const DataSourceSpec& spec, const SourceContext& ctx, const std::string& split) {
-  ClassFiles out;
-  out.dir = resolve_source_path(spec.dir, ctx.base_dir);
-  const std::string& dir = out.dir;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return data_error(fmt::format("{}dir {}: not a directory", ctx.prefix, dir));
-  out.classes = spec.classes;
-  if (out.classes.empty()) {
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-      if (e.is_directory(ec)) out.classes.push_back(e.path().filename().string());
-    }
-    if (ec) return data_error(fmt::format("{}dir {}: {}", ctx.prefix, dir, ec.message()));
-    std::sort(out.classes.begin(), out.classes.end());
-  }
-  if (out.classes.size() < 2) {
-    return data_error(fmt::format("{}dir {}: {} class folder(s); expected one sub-folder of .txt files per class, at "
-                                  "least two (e.g. {}/neg/*.txt and {}/pos/*.txt)",
-                                  ctx.prefix, dir, out.classes.size(), dir, dir));
-  }
+// The split's files of each class (datasets/class_folders.hpp), at least one in all.
+Result<ClassFolderFiles> list_files(const DataSourceSpec& spec, const SourceContext& ctx, const std::string& split) {
+  auto out = list_class_folders(spec, ctx, split,
+                                ClassFolderKind{&is_text_file_name, ".txt files", "neg/*.txt and {dir}/pos/*.txt"});
+  if (!out) return out.error();
   size_t total = 0;
-  for (size_t k = 0; k < out.classes.size(); ++k) {
-    const fs::path folder = fs::path(dir) / out.classes[k];
-    if (!fs::is_directory(folder, ec)) {
-      return data_error(fmt::format("{}classes[{}]: {} is not a folder of {}", ctx.prefix, k, out.classes[k], dir));
-    }
-    std::vector<std::pair<uint64_t, std::string>> ranked;
-    for (const fs::directory_entry& e : fs::recursive_directory_iterator(folder, ec)) {
-      if (e.is_regular_file(ec) && is_text_file_name(e.path().string())) {
-        ranked.emplace_back(path_hash(e.path().lexically_relative(dir).generic_string()), e.path().string());
-      }
-    }
-    if (ec) return data_error(fmt::format("{}{}: {}", ctx.prefix, folder.string(), ec.message()));
-    // The held-out share of the class: its files of the smallest hashes.
-    std::sort(ranked.begin(), ranked.end());
-    const auto held = static_cast<size_t>(std::floor(spec.holdout * static_cast<double>(ranked.size())));
-    std::vector<std::string> kept;
-    for (size_t i = 0; i < ranked.size(); ++i) {
-      if ((i < held) == (split == "holdout")) kept.push_back(ranked[i].second);
-    }
-    std::sort(kept.begin(), kept.end());
-    total += kept.size();
-    out.files.push_back(std::move(kept));
-  }
+  for (const auto& f : out->files) total += f.size();
   if (total == 0) {
-    return data_error(fmt::format("{}dir {}: no .txt files in the class folders ({}){}", ctx.prefix, dir,
-                                  fmt::join(out.classes, ", "), split == "holdout" ? " for the held-out split" : ""));
+    return data_error(fmt::format("{}dir {}: no .txt files in the class folders ({}){}", ctx.prefix, out->dir,
+                                  fmt::join(out->classes, ", "), split == "holdout" ? " for the held-out split" : ""));
   }
   return out;
 }
