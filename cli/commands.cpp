@@ -299,7 +299,10 @@ int run_validate(const Args& a) {
       // The model is built too: shape mistakes (conv2d on a flat input),
       // data whose shapes the job gives that do not fit it, and layers the
       // job's devices cannot run (conv2d on gpu:0) show here.
-      auto program = make_program(*job);
+      auto sizes = resolve_auto_vocabulary_sizes(*job);  // embedding input_dim: auto
+      if (!sizes) job = sizes.error();
+      else if (!sizes->empty()) std::fprintf(stderr, "%s\n", sizes->c_str());
+      auto program = job ? make_program(*job) : Result<Program>(job.error());
       if (!program) job = program.error();
       else if (Status s = check_declared_data_shapes(*job, *program); !s) job = s.error();
       else if (Status d = check_job_devices(*job, *program); !d) job = d.error();

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "datasets/class_folders.hpp"
 #include "datasets/example_jpeg.hpp"
 #include "datasets/example_png.hpp"
 #include "datasets/idx_file.hpp"
@@ -29,17 +30,6 @@ bool is_png(std::string_view b) { return b.size() >= 8 && std::memcmp(b.data(), 
 bool is_jpeg(std::string_view b) {
   return b.size() >= 3 && static_cast<unsigned char>(b[0]) == 0xff && static_cast<unsigned char>(b[1]) == 0xd8 &&
          static_cast<unsigned char>(b[2]) == 0xff;
-}
-
-// FNV-1a of the path relative to the folder: where a file falls in the
-// holdout split, whatever the listing order or the folder's location.
-uint64_t path_hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 struct ImageFile {
@@ -187,50 +177,18 @@ Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const Sou
   if (spec.split == "holdout" && spec.holdout <= 0.0) {
     return config_error(ctx.prefix + "split: holdout reads the held-out images, but holdout is 0; set holdout (e.g. 0.2)");
   }
-  const std::string dir = resolve_source_path(spec.dir, ctx.base_dir);
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return data_error(fmt::format("{}dir {}: not a directory", ctx.prefix, dir));
-  std::vector<std::string> classes = spec.classes;
-  if (classes.empty()) {
-    for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-      if (e.is_directory(ec)) classes.push_back(e.path().filename().string());
-    }
-    if (ec) return data_error(fmt::format("{}dir {}: {}", ctx.prefix, dir, ec.message()));
-    std::sort(classes.begin(), classes.end());
-  }
-  if (classes.size() < 2) {
-    return data_error(fmt::format("{}dir {}: {} class folder(s); expected one sub-folder of images per class, at least "
-                                  "two (e.g. {}/cat/*.jpg and {}/dog/*.png)",
-                                  ctx.prefix, dir, classes.size(), dir, dir));
-  }
+  auto listed = list_class_folders(spec, ctx, spec.split,
+                                   ClassFolderKind{&is_image_file_name, "images", "cat/*.jpg and {dir}/dog/*.png"});
+  if (!listed) return listed.error();
+  const std::string& dir = listed->dir;
+  std::vector<std::string> classes = listed->classes;
   std::vector<ImageFile> files;
   std::vector<int64_t> per_class;
   int64_t skipped = 0;
   std::string first_skipped;
   const int64_t c = color_mode_channels(spec.color_mode);
   for (size_t k = 0; k < classes.size(); ++k) {
-    const fs::path folder = fs::path(dir) / classes[k];
-    if (!fs::is_directory(folder, ec)) {
-      return data_error(fmt::format("{}classes[{}]: {} is not a folder of {}", ctx.prefix, k, classes[k], dir));
-    }
-    std::vector<std::string> names;
-    for (const fs::directory_entry& e : fs::recursive_directory_iterator(folder, ec)) {
-      if (e.is_regular_file(ec) && is_image_file_name(e.path().string())) names.push_back(e.path().string());
-    }
-    if (ec) return data_error(fmt::format("{}{}: {}", ctx.prefix, folder.string(), ec.message()));
-    std::sort(names.begin(), names.end());
-    // The held-out share of the class: its files of the smallest hashes.
-    std::vector<std::pair<uint64_t, std::string>> ranked;
-    for (const std::string& n : names) {
-      ranked.emplace_back(path_hash(fs::path(n).lexically_relative(dir).generic_string()), n);
-    }
-    std::sort(ranked.begin(), ranked.end());
-    const auto held = static_cast<size_t>(std::floor(spec.holdout * static_cast<double>(ranked.size())));
-    std::vector<std::string> kept;
-    for (size_t i = 0; i < ranked.size(); ++i) {
-      if ((i < held) == (spec.split == "holdout")) kept.push_back(ranked[i].second);
-    }
-    std::sort(kept.begin(), kept.end());
+    const std::vector<std::string>& kept = listed->files[k];
     int64_t count = 0;
     for (const std::string& path : kept) {
       if (spec.on_error == "skip") {  // a header that is neither JPEG nor PNG: left out and counted

@@ -385,7 +385,7 @@ Result<std::unique_ptr<Input>> make_input(const DataSourceSpec& spec, const Inpu
   }
   auto source = load_source(spec, SourceContext{options.base_dir, message_prefix(spec, options), options.vocabulary,
                                                 options.input_names, options.output_names, options.label_names,
-                                                options.tabular});
+                                                options.tabular, false, options.tokens});
   if (!source) return source.error();
   return make_pipeline(std::move(source.value()), spec, options);
 }

@@ -16,6 +16,7 @@
 namespace dtrain {
 
 class TextVocabulary;
+class TokenVocabulary;
 struct TabularPreprocessing;
 
 struct InputOptions {
@@ -33,6 +34,9 @@ struct InputOptions {
   // csv sources: the preprocessing fitted on data.train (the one saved with
   // the model); null: a csv source fits its own file.
   std::shared_ptr<const TabularPreprocessing> tabular = nullptr;
+  // text_folder sources: the token vocabulary (the one saved with the
+  // model); null: built from the training split of the source's folder.
+  std::shared_ptr<const TokenVocabulary> tokens = nullptr;
   // The features the model reads: float32, or int32 token ids. A source of
   // float32 features (npy, npz, csv, tfrecord) is converted to int32 ids
   // batch by batch, each value checked to be a whole number in int32's range

@@ -13,6 +13,7 @@
 
 #include "datasets/image_folder_source.hpp"
 #include "datasets/npy_source.hpp"
+#include "datasets/text_folder_source.hpp"
 #include "datasets/text_source.hpp"
 #include "datasets/tfrecord_source.hpp"
 
@@ -45,6 +46,7 @@ constexpr SourceFormat kSourceFormats[] = {
      "an array"},
     {"text", &load_text_source, &text_shapes},
     {"image_folder", &load_image_folder_source, &image_folder_shapes},
+    {"text_folder", &load_text_folder_source, &text_folder_shapes},
 };
 
 class TensorSource final : public ExampleSource {

@@ -15,6 +15,7 @@
 #include "datasets/pipeline.hpp"
 #include "datasets/tabular.hpp"
 #include "datasets/text_vocab.hpp"
+#include "datasets/tokenizer.hpp"
 #include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
 
@@ -83,6 +84,9 @@ struct SourceContext {
   std::shared_ptr<const TabularPreprocessing> tabular = nullptr;
   // predict: the label column may be absent; gather()'s labels are zeros.
   bool without_labels = false;
+  // text_folder: the token vocabulary saved with the model (null: built from
+  // the training split of the source's own folder).
+  std::shared_ptr<const TokenVocabulary> tokens = nullptr;
 };
 
 // A kConfig error ("<prefix>format idx gives ...") when the model has several
@@ -116,7 +120,7 @@ Result<SourcePtr> make_synthetic_source(const DataSourceSpec& spec, const Source
 Result<SourcePtr> make_sequence_task_source(const DataSourceSpec& spec, const SourceContext& ctx);
 
 // The one table from format name to loader: "idx", "csv", "synthetic",
-// "synthetic_sequence", "tfrecord", "npy", "npz", "text".
+// "synthetic_sequence", "tfrecord", "npy", "npz", "text", "image_folder", "text_folder".
 // Unknown formats give a kConfig error listing the known ones.
 Result<SourcePtr> load_source(const DataSourceSpec& spec, const SourceContext& ctx);
 

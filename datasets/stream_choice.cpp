@@ -101,7 +101,7 @@ std::string describe_stream_choice(const DataSourceSpec& spec, const InputOption
 
 std::string stream_choice_line(const DataSourceSpec& spec, const InputOptions& options) {
   std::optional<DataSize> size;
-  if (spec.format != "image_folder") {
+  if (spec.format != "image_folder" && spec.format != "text_folder") {
     // Every file the spec names; the loaders say which of them they read.
     std::vector<std::string> files;
     for (const std::string* p : {&spec.images, &spec.labels, &spec.path}) {

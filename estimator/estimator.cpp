@@ -167,6 +167,7 @@ void Estimator::log_threads() {
 
 Status Estimator::setup() {
   choose_compute_threads();
+  if (Status s = resolve_auto_vocabulary_sizes(); !s) return s;  // embedding input_dim: auto
   auto program = make_program(job_);
   if (!program) return program.error();
   program_ = std::move(*program);
@@ -203,6 +204,7 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
   }
   input_options.vocabulary = std::move(vocabulary);
   if (spec.format == "csv") input_options.tabular = tabular_;
+  if (Status s = attach_token_vocabulary(spec, input_options); !s) return s.error();
   // Streamed or read whole, and why: once per source (evaluation opens its input each time).
   if (stream_line != nullptr) {
     *stream_line = stream_choice_line(spec, input_options);

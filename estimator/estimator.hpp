@@ -15,6 +15,7 @@
 #include "datasets/pipeline.hpp"
 #include "datasets/tabular.hpp"
 #include "datasets/text_vocab.hpp"
+#include "datasets/tokenizer.hpp"
 #include "engine/io/checkpoint.hpp"
 #include "engine/io/summary_writer.hpp"
 #include "engine/metrics/eval_report.hpp"
@@ -81,6 +82,24 @@ struct EvalResult {
 
 // Where the vocabulary of text data is kept: model_dir/vocab.json.
 std::string vocabulary_path(const JobSpec& job);
+// model_dir/token_vocab.json: the token vocabulary of text_folder data.
+std::string token_vocabulary_path(const JobSpec& job);
+// text_folder data's token vocabulary: the one saved in model_dir when a
+// checkpoint exists beside it (*built = false), else built from data.train's
+// training split (*built = true); a kConfig error when data.train is not a
+// text_folder to build it from.
+Result<TokenVocabularyPtr> load_text_folder_vocabulary(const JobSpec& job, bool* built);
+// Before the model is built (Estimator::setup, dtrain validate): every
+// embedding of `input_dim: auto` in job.model.layers gets the size of the
+// job's vocabulary (text_folder: load_text_folder_vocabulary(), into *tokens
+// and *tokens_built when not null; text: model_dir/vocab.json when a
+// checkpoint exists or data.train is not text, else data.train's files), and
+// every dense of `units: auto` the number of classes (text: that vocabulary
+// size; text_folder: its class folders). Returns the lines saying what was
+// chosen ("" when nothing was auto; what finds no text data stays auto, and
+// make_embedding / make_dense say what is missing).
+Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyPtr* tokens = nullptr,
+                                                  bool* tokens_built = nullptr);
 // model_dir/preprocessing.json: what csv columns learnt from data.train.
 std::string preprocessing_path(const JobSpec& job);
 
@@ -264,6 +283,22 @@ class Estimator {
   // on data.train; null when data.train's columns learn nothing (numbers
   // only), so that a csv source reads its own columns.
   Result<TabularPtr> evaluation_tabular();
+  // text_folder data (estimator/token_vocabulary.cpp): the token vocabulary:
+  // token_vocab_, else the one saved in model_dir when a checkpoint exists
+  // beside it (a file of a run that failed before its first checkpoint binds
+  // nothing), else built from data.train's training split (a kConfig error
+  // when data.train is not a text_folder to build it from).
+  Result<TokenVocabularyPtr> text_folder_vocabulary();
+  // Training: text_folder_vocabulary(); the chief saves one it built.
+  Status prepare_training_token_vocabulary(bool chief);
+  // open_input: a text_folder source's vocabulary into `options`.
+  Status attach_token_vocabulary(const DataSourceSpec& spec, InputOptions& options);
+  // dtrain::resolve_auto_vocabulary_sizes on job_ (keeping a text_folder
+  // vocabulary it loads in token_vocab_), its lines logged.
+  Status resolve_auto_vocabulary_sizes();
+  // predict --input of .txt files: tokenized as data.train (a text_folder)
+  // tokenizes them, with its vocabulary; `class_names` gets its classes.
+  Result<Tensor> read_predict_texts(const std::vector<std::string>& files, std::vector<std::string>& class_names);
   // predict --input rows.csv: the file's rows read as data.train's columns
   // (a label column is optional); `class_names` gets data.train's.
   Result<Tensor> read_predict_csv(const std::string& file, std::vector<std::string>& class_names);
@@ -286,6 +321,8 @@ class Estimator {
   bool stopped_by_requeue_signal_ = false;  // train() stopped because a task of the cluster received SIGUSR1
   VocabularyPtr vocabulary_;  // of text data; null until needed
   TabularPtr tabular_;        // of csv data that learns from data.train; null until needed or when none
+  TokenVocabularyPtr token_vocab_;  // of text_folder data; null until needed
+  bool token_vocab_built_ = false;  // token_vocab_ was built from the data (not read from model_dir)
   std::unique_ptr<SummaryWriter> train_writer_, eval_writer_;
 };
 

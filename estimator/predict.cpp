@@ -11,6 +11,7 @@
 
 #include "estimator/estimator.hpp"
 #include "datasets/image_folder_source.hpp"
+#include "datasets/text_folder_source.hpp"
 #include "datasets/npy_source.hpp"
 #include "datasets/source.hpp"
 #include "datasets/npz_file.hpp"
@@ -103,8 +104,8 @@ std::string output_file(const std::string& path, const Model& model, size_t j) {
 }
 
 // The image files of --input: the file itself, or every .jpg/.jpeg/.png
-// under the folder (sub-folders included), sorted by path.
-Result<std::vector<std::string>> image_inputs(const std::string& input) {
+// (text: .txt) under the folder (sub-folders included), sorted by path.
+Result<std::vector<std::string>> image_inputs(const std::string& input, bool text = false) {
   namespace fs = std::filesystem;
   std::error_code ec;
   std::vector<std::string> files;
@@ -114,11 +115,14 @@ Result<std::vector<std::string>> image_inputs(const std::string& input) {
     return files;
   }
   for (const fs::directory_entry& e : fs::recursive_directory_iterator(input, ec)) {
-    if (e.is_regular_file(ec) && is_image_file_name(e.path().string())) files.push_back(e.path().string());
+    const std::string name = e.path().string();
+    if (e.is_regular_file(ec) && (text ? is_text_file_name(name) : is_image_file_name(name))) files.push_back(name);
   }
   if (ec) return data_error(fmt::format("--input {}: {}", input, ec.message()));
   std::sort(files.begin(), files.end());
-  if (files.empty()) return data_error(fmt::format("--input {}: no .jpg, .jpeg or .png files in the folder", input));
+  if (files.empty()) {
+    return data_error(fmt::format("--input {}: no {} files in the folder", input, text ? ".txt" : ".jpg, .jpeg or .png"));
+  }
   return files;
 }
 
@@ -164,8 +168,10 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   std::error_code ec;
   std::vector<std::string> image_files, class_names;
   const bool csv_rows = model.num_inputs() == 1 && (ends_with(input_path, ".csv") || ends_with(input_path, ".csv.gz"));
-  if (std::filesystem::is_directory(input_path, ec) || is_image_file_name(input_path)) {
-    auto files = image_inputs(input_path);
+  const bool texts = job_.data.train && job_.data.train->format == "text_folder" &&
+                     (std::filesystem::is_directory(input_path, ec) || is_text_file_name(input_path));
+  if (texts || std::filesystem::is_directory(input_path, ec) || is_image_file_name(input_path)) {
+    auto files = image_inputs(input_path, texts);
     if (!files) return files.error();
     image_files = std::move(*files);
   } else if (!csv_rows && !ends_with(input_path, wanted)) {
@@ -180,7 +186,11 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   }
   // One tensor per model input, in the order of model.inputs().
   std::vector<Tensor> inputs;
-  if (!image_files.empty()) {
+  if (texts) {
+    auto x = read_predict_texts(image_files, class_names);
+    if (!x) return x.error();
+    inputs.push_back(std::move(*x));
+  } else if (!image_files.empty()) {
     auto x = read_predict_images(image_files, class_names);
     if (!x) return x.error();
     inputs.push_back(std::move(*x));
@@ -243,7 +253,9 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
     Shape batched = {n};
     batched.insert(batched.end(), in.shape.begin(), in.shape.end());
     x = x.reshaped(batched);
-    if (in.dtype == DType::i32) {
+    if (in.dtype == DType::i32 && x.dtype() == DType::i32) {
+      // Token ids already (.txt files)
+    } else if (in.dtype == DType::i32) {
       // Token ids: any numeric array whose values are whole numbers in int32's range.
       Tensor ids = Tensor::zeros(batched, DType::i32, kHost);
       int32_t* out = ids.host_data<int32_t>();

@@ -77,6 +77,7 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
 
   // Token ids of text data never change under a model: checked before anything is restored.
   if (Status s = prepare_training_vocabulary(chief); !s) return s;
+  if (Status s = prepare_training_token_vocabulary(chief); !s) return s;
   // So are the features of csv columns (vocabularies, fills, class names).
   if (Status s = prepare_training_tabular(chief); !s) return s;
 

@@ -1,7 +1,7 @@
 // The vocabulary of text data, kept with the model: built from data.train's
 // files, saved as model_dir/vocab.json by the chief's first training run, and
-// from then on checked (training) or read (evaluation) so token ids never
-// change under a model.
+// from then on (once a checkpoint exists) checked (training) or read
+// (evaluation) so token ids never change under a model.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -33,10 +33,11 @@ Status Estimator::prepare_training_vocabulary(bool chief) {
   if (!built) return built.error();
   vocabulary_ = *built;
   // Only the chief reads and writes model_dir; the other workers build the
-  // same vocabulary from the same files.
+  // same vocabulary from the same files. A file without a checkpoint beside
+  // it is of a first run that failed: it binds nothing and is overwritten.
   const std::string path = vocabulary_path(job_);
   std::error_code ec;
-  const bool saved_exists = chief && fs::exists(path, ec);
+  const bool saved_exists = chief && latest_checkpoint(job_.run.model_dir) && fs::exists(path, ec);
   if (saved_exists) {
     auto saved = read_vocabulary_file(path);
     if (!saved) return saved.error();

@@ -19,8 +19,10 @@ bool is_image_folder(const void* source) {
   return static_cast<const DataSourceSpec*>(source)->format == "image_folder";
 }
 bool is_csv(const void* source) { return static_cast<const DataSourceSpec*>(source)->format == "csv"; }
-bool is_image_folder_or_csv(const void* source) { return is_image_folder(source) || is_csv(source); }
-bool is_text_or_image_folder(const void* source) { return is_text(source) || is_image_folder(source); }
+bool is_text_folder(const void* source) { return static_cast<const DataSourceSpec*>(source)->format == "text_folder"; }
+bool is_a_folder(const void* source) { return is_image_folder(source) || is_text_folder(source); }
+bool is_folder_or_csv(const void* source) { return is_a_folder(source) || is_csv(source); }
+bool is_text_or_a_folder(const void* source) { return is_text(source) || is_a_folder(source); }
 
 // data.eval and data.predict: read once unless the job says repeat.
 void* evaluation_source(void* member) {
@@ -200,10 +202,11 @@ std::span<const Field> data_source_fields() {
           "format",
           "File format: idx (MNIST files, may be gzipped), csv, synthetic, synthetic_sequence (seeded sequence tasks "
           "for tests), tfrecord (tf.Example records), npy (one NumPy file each for images and labels), npz (one NumPy "
-          "zip holding both), text (token windows of text files for language models) or image_folder (a folder of "
-          "class folders of JPEG and PNG images).")
+          "zip holding both), text (token windows of text files for language models), image_folder (a folder of "
+          "class folders of JPEG and PNG images) or text_folder (a folder of class folders of .txt files, one example "
+          "each, for text classification).")
           .shaped(R"({"enum": ["idx", "csv", "synthetic", "synthetic_sequence", "tfrecord", "npy", "npz", "text",
-                       "image_folder"]})")
+                       "image_folder", "text_folder"]})")
           .need(),
       custom<&DataSourceSpec::images>("images",
                                       "idx: the images file (may be .gz); npy: the features .npy file. Relative to the "
@@ -303,9 +306,10 @@ std::span<const Field> data_source_fields() {
           "text: the token unit. char: the UTF-8 characters of the files (invalid UTF-8 is a data error naming the "
           "file and byte offset); byte: their bytes. The vocabulary is the sorted distinct units of data.train's files "
           "(all of them, the held-out part too) plus <unk> as the last id, for units of other text not in it; dtrain "
-          "train saves it as model_dir/vocab.json and every later run of that model_dir (resume, evaluate) uses the "
-          "saved one, so token ids never change: when data.train's files or unit give another vocabulary, training "
-          "stops with an error. Features are the token ids as float32 (exact for vocabularies below 2^24).")
+          "train saves it as model_dir/vocab.json and every later run of that model_dir with a checkpoint (resume, "
+          "evaluate) uses the saved one, so token ids never change: when data.train's files or unit give another "
+          "vocabulary, training stops with an error (a vocab.json without a checkpoint, of a first run that failed, "
+          "is rebuilt). embedding input_dim: auto and dense units: auto take its size. Features are the token ids as float32 (exact for vocabularies below 2^24).")
           .shaped(R"({"enum": ["char", "byte"]})")
           .shown_when(is_text),
       field<&DataSourceSpec::sequence_length>(
@@ -325,35 +329,36 @@ std::span<const Field> data_source_fields() {
       field<&DataSourceSpec::holdout>(
           "holdout",
           "text: the fraction of the text, at its end, that is held out for evaluation (the last floor(holdout x "
-          "units) units of the concatenated files). image_folder: the fraction of each class's images held out "
-          "(floor(holdout x the class's images), chosen by a hash of each file's path below dir, so the same files "
+          "units) units of the concatenated files). image_folder, text_folder: the fraction of each class's files held "
+          "out (floor(holdout x the class's files), chosen by a hash of each file's path below dir, so the same files "
           "whatever the machine or listing order). Give the same files and holdout to data.train (split: train) and "
           "data.eval (split: holdout) to evaluate on data the model never trains on; 0 means nothing is held out.")
           .min(0)
           .below(1)
-          .shown_when(is_text_or_image_folder),
+          .shown_when(is_text_or_a_folder),
       field<&DataSourceSpec::split>(
           "split",
-          "text and image_folder: which side of holdout this input reads: train, what is not held out (all of it "
+          "text, image_folder and text_folder: which side of holdout this input reads: train, what is not held out (all of it "
           "when holdout is 0); holdout, only the held-out part (needs holdout > 0).")
           .shaped(R"({"enum": ["train", "holdout"]})")
-          .shown_when(is_text_or_image_folder),
+          .shown_when(is_text_or_a_folder),
       custom<&DataSourceSpec::dir>("dir",
                                    "image_folder: the folder that holds one sub-folder of images per class (e.g. "
                                    "dir/cat/*.jpg, dir/dog/*.png, sub-folders of a class folder included), relative "
                                    "to the job file's directory; required for image_folder. Files ending in .jpg, "
                                    ".jpeg or .png (any case) are read, JPEG or PNG by their bytes; others are left "
-                                   "alone.",
+                                   "alone. text_folder: the folder of one sub-folder of .txt files (any case) per "
+                                   "class (e.g. dir/neg/*.txt, dir/pos/*.txt); required for text_folder.",
                                    "job_path")
           .shaped(R"({"type": "string", "minLength": 1})")
           .documented_default("null")
-          .shown_when(is_image_folder),
+          .shown_when(is_a_folder),
       field<&DataSourceSpec::classes>(
           "classes",
-          "image_folder: the class folders to read, in class-id order; empty means every sub-folder of dir, sorted "
-          "by name (Keras' image_dataset_from_directory). csv: the class names a label column of names holds, in "
+          "image_folder, text_folder: the class folders to read, in class-id order; empty means every sub-folder of "
+          "dir, sorted by name (Keras' image_dataset_from_directory). csv: the class names a label column of names holds, in "
           "class-id order; empty means data.train's names, sorted (a label column of numbers holds class ids).")
-          .shown_when(is_image_folder_or_csv),
+          .shown_when(is_folder_or_csv),
       field<&DataSourceSpec::image_size>(
           "image_size",
           "image_folder: [height, width] every image is resized to (bilinear, half-pixel centres, rounded to "
@@ -367,6 +372,41 @@ std::span<const Field> data_source_fields() {
           "needed.")
           .shaped(R"({"enum": ["rgb", "grayscale", "rgba"]})")
           .shown_when(is_image_folder),
+      field<&DataSourceSpec::tokenizer>(
+          "tokenizer",
+          "text_folder: how a file's UTF-8 text becomes tokens. word: the text lower-cased (ASCII, Latin-1, Latin "
+          "Extended-A, Greek and Cyrillic capitals), then every maximal run of letters, digits and apostrophes (' or "
+          "U+2019) is a token, apostrophes at its ends removed; everything else (spaces, punctuation, symbols) "
+          "separates (\"Don't STOP -- it's 3pm!\" gives don't, stop, it's, 3pm). A letter is an ASCII letter or "
+          "any character above U+007F but Latin-1 punctuation and symbols (U+0080-U+00BF, U+00D7, U+00F7), general "
+          "punctuation (U+2000-U+206F) and CJK punctuation (U+3000-U+303F). char: every Unicode character is a "
+          "token, as written. The vocabulary: id 0 <pad>, id 1 <unk> (tokens not in it), then the tokens of "
+          "data.train's training split (its holdout left out) by count, most frequent first, ties by token; dtrain "
+          "train saves it as model_dir/token_vocab.json, and every later run of that model_dir with a checkpoint "
+          "(resume, evaluate, predict) uses the saved one.")
+          .shaped(R"({"enum": ["word", "char"]})")
+          .shown_when(is_text_folder),
+      field<&DataSourceSpec::max_length>(
+          "max_length",
+          "text_folder: token ids per example: a file's first max_length tokens, padded with <pad> (id 0) after its "
+          "end. Features are [max_length] int32 ids (model.input: {shape: [max_length], dtype: int32}). Required for "
+          "text_folder.")
+          .min(1)
+          .shown_when(is_text_folder)
+          .documented_default("null"),
+      field<&DataSourceSpec::max_tokens>(
+          "max_tokens",
+          "text_folder: the most ids of the vocabulary, <pad> and <unk> included (as Keras' TextVectorization): the "
+          "max_tokens - 2 most frequent tokens are kept, the others read as <unk>; null means every token of "
+          "data.train's training split.")
+          .min(3)
+          .shown_when(is_text_folder),
+      field<&DataSourceSpec::min_count>(
+          "min_count",
+          "text_folder: a token seen fewer times than this in data.train's training split is not in the vocabulary "
+          "(it reads as <unk>).")
+          .min(1)
+          .shown_when(is_text_folder),
       field_struct<&DataSourceSpec::synthetic>(
           "synthetic", "synthetic: random examples with a fixed seed (for tests and benchmarks).", synthetic_fields),
       field_struct<&DataSourceSpec::synthetic_sequence>(
@@ -507,7 +547,7 @@ std::span<const Field> data_fields() {
 }
 
 const char* data_source_schema_extra() {
-  return R"({"description": "One input: where examples come from and how they are batched.", "allOf": [{"if": {"properties": {"format": {"const": "idx"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "csv"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "tfrecord"}}, "required": ["format"]}, "then": {"required": ["files", "features", "label_feature"]}}, {"if": {"properties": {"format": {"const": "npy"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "npz"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "text"}}, "required": ["format"]}, "then": {"required": ["files", "sequence_length"]}}, {"if": {"properties": {"format": {"const": "image_folder"}}, "required": ["format"]}, "then": {"required": ["dir"]}}]})";
+  return R"({"description": "One input: where examples come from and how they are batched.", "allOf": [{"if": {"properties": {"format": {"const": "idx"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "csv"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "tfrecord"}}, "required": ["format"]}, "then": {"required": ["files", "features", "label_feature"]}}, {"if": {"properties": {"format": {"const": "npy"}}, "required": ["format"]}, "then": {"required": ["images", "labels"]}}, {"if": {"properties": {"format": {"const": "npz"}}, "required": ["format"]}, "then": {"required": ["path"]}}, {"if": {"properties": {"format": {"const": "text"}}, "required": ["format"]}, "then": {"required": ["files", "sequence_length"]}}, {"if": {"properties": {"format": {"const": "image_folder"}}, "required": ["format"]}, "then": {"required": ["dir"]}}, {"if": {"properties": {"format": {"const": "text_folder"}}, "required": ["format"]}, "then": {"required": ["dir", "max_length"]}}]})";
 }
 
 }  // namespace dtrain

@@ -211,7 +211,7 @@ struct InterleaveSpec {
 
 struct DataSourceSpec {
   std::string where;        // "job.yaml:20:9" of this node
-  std::string format;       // idx | csv | synthetic | synthetic_sequence | tfrecord | npy | npz | text
+  std::string format;       // idx | csv | synthetic | synthetic_sequence | tfrecord | npy | npz | text | image_folder | text_folder
   std::string images;       // idx: path (may be .gz); resolved relative to the job file
   std::string labels;       // idx
   std::string path;         // csv
@@ -238,12 +238,16 @@ struct DataSourceSpec {
   int64_t sequence_length = 0;         // text: tokens per example (0 = not given: an error for text)
   std::optional<int64_t> stride;       // text: tokens between window starts; default sequence_length
   double holdout = 0.0;                // text: fraction of the text, at its end, held out
-  std::string split = "train";         // text, image_folder: train (the text before the held-out part) | holdout
-  std::string dir;                     // image_folder: the folder of class folders
-  // image_folder: class folders in id order; empty = sorted sub-folders.
+  std::string split = "train";         // text, image_folder, text_folder: train (the text before the held-out part) | holdout
+  std::string dir;                     // image_folder, text_folder: the folder of class folders
+  // image_folder, text_folder: class folders in id order; empty = sorted sub-folders.
   // csv: the names a label column of names holds, in id order; empty = sorted.
   std::vector<std::string> classes;
   std::vector<int64_t> image_size{256, 256};  // image_folder: [height, width]
+  std::string tokenizer = "word";      // text_folder: word | char
+  int64_t max_length = 0;              // text_folder: token ids per example (0 = not given: an error)
+  std::optional<int64_t> max_tokens;   // text_folder: the vocabulary's cap, <pad> and <unk> included; null = none
+  int64_t min_count = 1;               // text_folder: a token's fewest occurrences to be in the vocabulary
   std::string color_mode = "rgb";      // image_folder: rgb | grayscale | rgba
   SyntheticSpec synthetic;
   SyntheticSequenceSpec synthetic_sequence;

@@ -91,7 +91,13 @@ void Dense::backward(const ForwardContext& ctx, std::span<const Tensor> params, 
 
 std::span<const Field> dense_fields() {
   static const Field kFields[] = {
-      field<&DenseSpec::units>("units", "Number of output units.").min(1).need(),
+      custom<&DenseSpec::units>(
+          "units",
+          "Number of output units. auto: the number of classes of the job's text data: the size of the vocabulary "
+          "for format text (its labels are next-token ids), the class folders for format text_folder.",
+          "auto_int")
+          .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "integer", "minimum": 1}]})")
+          .need(),
       activation_field(kOutputActivationDoc),
       field<&DenseSpec::use_bias>("use_bias", kUseBiasDoc),
       field<&DenseSpec::kernel_initializer>("kernel_initializer", kKernelInitializerDoc),
@@ -102,6 +108,10 @@ std::span<const Field> dense_fields() {
 
 Result<std::unique_ptr<Layer>> make_dense(const LayerSpec& spec) {
   const auto& s = layer_options<DenseSpec>(spec);
+  if (s.units == 0) {
+    return config_error("dense: units: auto takes the number of classes of the job's text data (format text or "
+                        "text_folder), and this job has none; give the number of units");
+  }
   if (s.units < 1) return config_error(fmt::format("dense: units must be >= 1; got {}", s.units));
   return std::unique_ptr<Layer>(std::make_unique<Dense>(s.units, s.use_bias, s.kernel_initializer, s.bias_initializer));
 }

@@ -40,7 +40,7 @@ class Dense : public Layer {
 
 // A dense layer's options in the job (type: dense).
 struct DenseSpec {
-  int64_t units = 0;
+  int64_t units = 0;  // 0 = auto (estimator/token_vocabulary.cpp resolves it)
   bool use_bias = true;
   InitializerSpec kernel_initializer;
   InitializerSpec bias_initializer{"zeros", 0.0f};

@@ -60,8 +60,13 @@ void Embedding::backward(const ForwardContext& ctx, std::span<const Tensor>, std
 
 std::span<const Field> embedding_fields() {
   static const Field kFields[] = {
-      field<&EmbeddingSpec::input_dim>("input_dim", "Size of the vocabulary: token ids run from 0 to input_dim - 1.")
-          .min(1)
+      custom<&EmbeddingSpec::input_dim>(
+          "input_dim",
+          "Size of the vocabulary: token ids run from 0 to input_dim - 1. auto: the size of the vocabulary of the "
+          "job's text data (format text or text_folder), as saved with the model (model_dir/vocab.json or "
+          "model_dir/token_vocab.json), else as data.train's files give it; dtrain validate prints the number.",
+          "auto_int")
+          .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "integer", "minimum": 1}]})")
           .need(),
       field<&EmbeddingSpec::output_dim>("output_dim", "Size of each embedding vector.").min(1).need(),
       field<&EmbeddingSpec::embeddings_initializer>(
@@ -74,6 +79,11 @@ std::span<const Field> embedding_fields() {
 
 Result<std::unique_ptr<Layer>> make_embedding(const LayerSpec& spec) {
   const auto& s = layer_options<EmbeddingSpec>(spec);
+  if (s.input_dim == 0) {
+    return config_error("embedding: input_dim: auto takes the size of the vocabulary of the job's text data, and this "
+                        "job has none (data.train of format text or text_folder, or a vocabulary saved in model_dir); "
+                        "give the number of token ids");
+  }
   if (s.input_dim < 1) {
     return config_error(fmt::format("embedding: input_dim (the number of token ids) must be >= 1; got {}", s.input_dim));
   }

@@ -56,7 +56,7 @@ class Embedding : public Layer {
 
 // An embedding layer's options in the job (type: embedding).
 struct EmbeddingSpec {
-  int64_t input_dim = 0;   // vocabulary size (ids 0 .. input_dim - 1)
+  int64_t input_dim = 0;   // vocabulary size (ids 0 .. input_dim - 1); 0 = auto (estimator/vocabulary.cpp resolves it)
   int64_t output_dim = 0;  // size of each vector
   InitializerSpec embeddings_initializer{"random_uniform", 0.0f};  // U(-0.05, 0.05)
 };

@@ -74,7 +74,7 @@ TEST_CASE("overrides: validation problems in an override name the override") {
         "schedule, momentum, nesterov, beta1, beta2, epsilon, weight_decay, rho, initial_accumulator_value, "
         "clip_by_global_norm (did you mean \"learning_rate\"?)");
   CHECK(load_error(kMinimalJob, with_sets({"model.layers[0].units=ten"})) ==
-        "--set model.layers[0].units=ten: model.layers[0].units: expected an integer >= 1, got \"ten\"");
+        "--set model.layers[0].units=ten: model.layers[0].units: expected \"auto\" or an integer >= 1, got \"ten\"");
   CHECK(load_error(kMinimalJob, with_sets({"strategy.devices=gpu:0"})) ==
         "--set strategy.devices=gpu:0: strategy.devices: expected \"auto\" or a non-empty list of strings like "
         "\"cpu:0\" or \"gpu:1\", got \"gpu:0\"");

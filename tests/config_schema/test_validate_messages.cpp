@@ -24,7 +24,7 @@ TEST_CASE("validate: enum values, with did-you-mean") {
 
 TEST_CASE("validate: unknown keys at every depth, with did-you-mean") {
   CHECK(load_error("model:\n  layers:\n    - {type: dense, unts: 10}\n  input: {shape: [1]}\n") ==
-        "job.yaml:3:7: model.layers[0].units: required key is missing; expected an integer >= 1\n"
+        "job.yaml:3:7: model.layers[0].units: required key is missing; expected \"auto\" or an integer >= 1\n"
         "job.yaml:3:21: model.layers[0].unts: unknown key; expected one of type, name, inputs, units, activation, use_bias, "
         "kernel_initializer, bias_initializer (did you mean \"units\"?)");
   CHECK(load_error(with("optimizer: {schedule: {type: constant, warmup: 10}}\n")) ==
@@ -38,7 +38,7 @@ TEST_CASE("validate: unknown keys at every depth, with did-you-mean") {
 
 TEST_CASE("validate: wrong types say what was expected and what was given") {
   CHECK(load_error("model:\n  input: {shape: [1]}\n  layers: [{type: dense, units: ten}]\n") ==
-        "job.yaml:3:33: model.layers[0].units: expected an integer >= 1, got \"ten\"");
+        "job.yaml:3:33: model.layers[0].units: expected \"auto\" or an integer >= 1, got \"ten\"");
   CHECK(load_error(with("run: {max_steps: 2.5, deterministic: 1, model_dir: [a]}\n")) ==
         "job.yaml:5:18: run.max_steps: expected an integer >= 1, got 2.5\n"
         "job.yaml:5:38: run.deterministic: expected true or false, got 1\n"
@@ -139,13 +139,13 @@ TEST_CASE("validate: devices, cluster addresses and the data formats") {
         "job.yaml:5:14: data.eval.path: required key is missing (needed when format is csv); expected a non-empty string");
   CHECK(load_error(with("data: {train: {format: parquet}}\n")) ==
         "job.yaml:5:24: data.train.format: \"parquet\" is not one of idx, csv, synthetic, synthetic_sequence, tfrecord, "
-        "npy, npz, text, image_folder");
+        "npy, npz, text, image_folder, text_folder");
   CHECK(load_error(with("data: {train: {format: npy}}\n")) ==
         "job.yaml:5:15: data.train.images: required key is missing (needed when format is npy); expected a non-empty string\n"
         "job.yaml:5:15: data.train.labels: required key is missing (needed when format is npy); expected a non-empty string");
   CHECK(load_error(with("data: {train: {batch_size: 3}}\n")) ==
         "job.yaml:5:15: data.train.format: required key is missing; expected one of idx, csv, synthetic, "
-        "synthetic_sequence, tfrecord, npy, npz, text, image_folder");
+        "synthetic_sequence, tfrecord, npy, npz, text, image_folder, text_folder");
   // The text source's required keys, its options' values, and split: holdout without holdout.
   CHECK(load_error(with("data: {train: {format: text}}\n")) ==
         "job.yaml:5:15: data.train.files: required key is missing (needed when format is text); expected a non-empty "

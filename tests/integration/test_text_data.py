@@ -123,6 +123,30 @@ def test_a_saved_vocabulary_that_does_not_match_is_an_error(tmp_path):
     assert run_dtrain("train", job, "--no-eval", "--set", "run.max_steps=4").returncode == 0
 
 
+def test_a_vocabulary_without_a_checkpoint_binds_nothing_and_input_dim_auto_reads_the_saved_one(tmp_path):
+    # What a first run that failed before its first checkpoint leaves: a
+    # vocab.json of other text. The corrected run rebuilds and overwrites it.
+    a = tmp_path / "a.txt"
+    a.write_text("abcabcabc" * 20)
+    job, model_dir = text_job(tmp_path, a, 4, steps=2)
+    job.write_text(job.read_text().replace(
+        "    - {type: embedding, input_dim: 4, output_dim: 4}",
+        "    - {type: embedding, input_dim: auto, output_dim: 8}\n    - {type: dense, units: auto}"))
+    model_dir.mkdir()
+    (model_dir / "vocab.json").write_text(json.dumps(
+        {"dtrain_vocabulary": 1, "unit": "char", "size": 3, "unk_id": 2, "files": ["old.txt"], "symbols": ["x", "y"]}))
+    out = run_dtrain("train", job, "--no-eval")
+    assert out.returncode == 0, out.stderr
+    assert "model: embedding input_dim: auto = 4 (the vocabulary of data.train's files)" in out.stderr
+    assert "model: dense units: auto = 4 (the vocabulary of data.train's files)" in out.stderr
+    assert json.loads((model_dir / "vocab.json").read_text())["symbols"] == ["a", "b", "c"]
+    # With a checkpoint, input_dim: auto reads the saved vocabulary, whatever the files hold now.
+    a.write_text("abcdabcd" * 60)
+    out = run_dtrain("evaluate", job)
+    assert out.returncode == 0, out.stderr
+    assert f"model: embedding input_dim: auto = 4 (the vocabulary of {model_dir}/vocab.json)" in out.stderr
+
+
 def test_evaluate_reads_other_text_with_unk(tmp_path):
     a, other = tmp_path / "a.txt", tmp_path / "other.txt"
     a.write_text("abcabcabc" * 20)

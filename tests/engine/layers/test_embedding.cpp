@@ -45,7 +45,12 @@ TEST_CASE("embedding: registry errors") {
   LayerSpec s = default_layer_spec("embedding");
   auto& o = layer_options<EmbeddingSpec>(s);
   o.output_dim = 3;
-  CHECK(make_layer(s).error().message == "embedding: input_dim (the number of token ids) must be >= 1; got 0");
+  // 0 is input_dim: auto left unresolved (no text data to take the vocabulary's size from).
+  CHECK(make_layer(s).error().message ==
+        "embedding: input_dim: auto takes the size of the vocabulary of the job's text data, and this job has none "
+        "(data.train of format text or text_folder, or a vocabulary saved in model_dir); give the number of token ids");
+  o.input_dim = -1;
+  CHECK(make_layer(s).error().message == "embedding: input_dim (the number of token ids) must be >= 1; got -1");
   o.input_dim = 5;
   o.output_dim = 0;
   CHECK(make_layer(s).error().message == "embedding: output_dim must be >= 1; got 0");

@@ -85,8 +85,12 @@ TEST_CASE("registry: errors") {
         "global_max_pool2d, global_avg_pool1d, flatten, reshape, zero_padding2d, dropout, batch_norm, layer_norm, "
         "activation, leaky_relu, embedding, position_embedding, multi_head_attention, add, subtract, multiply, average, maximum, concatenate (did you mean \"dense\"?)");
   LayerSpec d = spec("dense");
-  layer_options<DenseSpec>(d).units = 0;
-  CHECK(make_layer(d).error().message == "dense: units must be >= 1; got 0");
+  layer_options<DenseSpec>(d).units = 0;  // units: auto left unresolved
+  CHECK(make_layer(d).error().message ==
+        "dense: units: auto takes the number of classes of the job's text data (format text or text_folder), and "
+        "this job has none; give the number of units");
+  layer_options<DenseSpec>(d).units = -2;
+  CHECK(make_layer(d).error().message == "dense: units must be >= 1; got -2");
   LayerSpec c = spec("conv2d");
   auto& co = layer_options<Conv2dSpec>(c);
   co.kernel = {};

@@ -169,7 +169,7 @@ TEST_CASE("blocks: a block used as the first layer reads the model input; inputs
 TEST_CASE("blocks errors: each pinned with file:line:col, once, with the copy it is in") {
   // bad value
   CHECK(error_of("model:\n  input: {shape: [4]}\n  blocks:\n    b:\n      params: {units: required, on: true}\n      layers:\n        - {name: d1, type: dense, units: $units}\n        - {name: d2, type: dense, units: $units, when: $on}\n        - {name: out, type: add, inputs: [in, d2]}\n  layers:\n    - {name: x, block: b, params: {units: \"ten\"}}\n") ==
-        "blocks.yaml:11:43: model.blocks.b.layers[0].units: expected an integer >= 1, got \"ten\"\n  note: in x_block1 (block b, units=ten, on=true)\nblocks.yaml:11:43: model.blocks.b.layers[1].units: expected an integer >= 1, got \"ten\"\n  note: in x_block1 (block b, units=ten, on=true)");
+        "blocks.yaml:11:43: model.blocks.b.layers[0].units: expected \"auto\" or an integer >= 1, got \"ten\"\n  note: in x_block1 (block b, units=ten, on=true)\nblocks.yaml:11:43: model.blocks.b.layers[1].units: expected \"auto\" or an integer >= 1, got \"ten\"\n  note: in x_block1 (block b, units=ten, on=true)");
   // dup
   CHECK(error_of("model:\n  input: {shape: [4]}\n  blocks:\n    b:\n      params: {units: required, on: true}\n      layers:\n        - {name: d1, type: dense, units: $units}\n        - {name: d2, type: dense, units: $units, when: $on}\n        - {name: out, type: add, inputs: [in, d2]}\n  layers:\n    - {name: x, block: b, params: {units: 4}}\n    - {name: x_block1_d1, type: dense, units: 2}\n") ==
         "blocks.yaml:12:14: model.layers[1].name: \"x_block1_d1\" is already the name of model.blocks.b.layers[0]; expected unique layer names");

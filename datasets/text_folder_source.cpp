@@ -1,0 +1,208 @@
+// format: text_folder (datasets/text_folder_source.hpp): the class folders'
+// file lists and holdout split, tokenizing, the vocabulary of the training
+// split, and padded token-id examples.
+#include "datasets/text_folder_source.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+
+#include "datasets/class_folders.hpp"
+#include "datasets/token_ids.hpp"
+#include "datasets/utf8.hpp"
+#include "engine/io/file_util.hpp"
+
+namespace dtrain {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Status check_spec(const DataSourceSpec& spec, const std::string& prefix) {
+  if (spec.dir.empty()) return config_error(prefix + "format text_folder needs dir (a folder of class folders of .txt files)");
+  if (spec.max_length < 1) {
+    return config_error(fmt::format("{}format text_folder needs max_length (token ids per example, padded or "
+                                    "truncated) of at least 1, got {}",
+                                    prefix, spec.max_length));
+  }
+  if (!parse_tokenizer(spec.tokenizer)) {
+    return config_error(prefix + "tokenizer \"" + spec.tokenizer + "\" is not one of word, char");
+  }
+  if (spec.max_tokens && *spec.max_tokens < 3) {
+    return config_error(fmt::format("{}max_tokens must be at least 3 (<pad>, <unk> and one token), got {}", prefix,
+                                    *spec.max_tokens));
+  }
+  if (spec.split == "holdout" && spec.holdout <= 0.0) {
+    return config_error(prefix + "split: holdout reads the held-out files, but holdout is 0; set holdout (e.g. 0.2)");
+  }
+  if (spec.scale != 1.0) {
+    return config_error(fmt::format("{}scale {} does not apply to token ids (format text_folder); remove it", prefix,
+                                    spec.scale));
+  }
+  if (!spec.map.empty()) {
+    return config_error(prefix + "map operations do not apply to token ids (format text_folder); remove map");
+  }
+  return Status::Ok();
+}
+
+// The split's files of each class (datasets/class_folders.hpp), at least one in all.
+Result<ClassFolderFiles> list_files(const DataSourceSpec& spec, const SourceContext& ctx, const std::string& split) {
+  auto out = list_class_folders(spec, ctx, split,
+                                ClassFolderKind{&is_text_file_name, ".txt files", "neg/*.txt and {dir}/pos/*.txt"});
+  if (!out) return out.error();
+  size_t total = 0;
+  for (const auto& f : out->files) total += f.size();
+  if (total == 0) {
+    return data_error(fmt::format("{}dir {}: no .txt files in the class folders ({}){}", ctx.prefix, out->dir,
+                                  fmt::join(out->classes, ", "), split == "holdout" ? " for the held-out split" : ""));
+  }
+  return out;
+}
+
+// The examples of one split, read whole. Immutable.
+class TextFolderSource final : public ExampleSource {
+ public:
+  TextFolderSource(std::vector<int32_t> ids, std::vector<float> labels, int64_t length, std::string name,
+                   std::string summary, std::vector<std::string> classes)
+      : ids_(std::move(ids)),
+        labels_(std::move(labels)),
+        length_(length),
+        name_(std::move(name)),
+        summary_(std::move(summary)),
+        classes_(std::move(classes)) {}
+
+  int64_t size() const override { return static_cast<int64_t>(labels_.size()); }
+  Shape feature_shape() const override { return {length_}; }
+  Shape label_shape() const override { return {}; }
+  std::string describe() const override { return name_; }
+  std::string summary() const override { return summary_; }
+  std::vector<std::string> class_names() const override { return classes_; }
+  DType feature_dtype() const override { return kTokenDType; }
+
+  // `scale` is 1 (the loader rejects any other).
+  Batch gather(const std::vector<int64_t>& indices, float) const override {
+    const auto b = static_cast<int64_t>(indices.size());
+    Batch out{token_tensor({b, length_}), Tensor(Shape{b}), indices};
+    for (int64_t r = 0; r < b; ++r) {
+      const int64_t i = indices[static_cast<size_t>(r)];
+      put_tokens(out.features, r * length_, ids_.data() + i * length_, length_);
+      out.labels.data()[r] = labels_[static_cast<size_t>(i)];
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<int32_t> ids_;  // (N, length) row-major
+  const std::vector<float> labels_;  // (N) class ids
+  const int64_t length_;
+  const std::string name_, summary_;
+  const std::vector<std::string> classes_;
+};
+
+}  // namespace
+
+bool is_text_file_name(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".txt";
+}
+
+Result<std::vector<std::string>> read_text_file_tokens(const std::string& path, Tokenizer tokenizer) {
+  auto bytes = io::read_whole_file(path, ErrorKind::kData);
+  if (!bytes) return bytes.error();
+  std::vector<uint32_t> text;
+  Utf8Problem problem;
+  if (!decode_utf8(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size(), text, &problem)) {
+    return data_error(fmt::format("{}: invalid UTF-8 at byte offset {}: {}; text_folder reads UTF-8 text files", path,
+                                  problem.offset, problem.reason));
+  }
+  if (!text.empty() && text[0] == 0xfeff) text.erase(text.begin());
+  return tokenize(tokenizer, text);
+}
+
+Result<TokenVocabularyPtr> build_text_folder_vocabulary(const DataSourceSpec& spec, const SourceContext& ctx) {
+  if (Status s = check_spec(spec, ctx.prefix); !s) return s.error();
+  const Tokenizer tokenizer = *parse_tokenizer(spec.tokenizer);
+  auto listed = list_files(spec, ctx, "train");
+  if (!listed) return listed.error();
+  std::map<std::string, int64_t> counts;
+  for (const auto& files : listed->files) {
+    for (const std::string& path : files) {
+      auto tokens = read_text_file_tokens(path, tokenizer);
+      if (!tokens) return tokens.error();
+      for (const std::string& t : *tokens) ++counts[t];
+    }
+  }
+  auto v = TokenVocabulary::from_counts(tokenizer, counts, spec.max_tokens.value_or(0), spec.min_count);
+  if (v.size() > kMaxTokenVocabulary) {
+    return data_error(fmt::format("{}dir {}: the vocabulary has {} ids, more than token ids hold ({}); set max_tokens",
+                                  ctx.prefix, listed->dir, v.size(), kMaxTokenVocabulary));
+  }
+  return TokenVocabularyPtr(std::make_shared<const TokenVocabulary>(std::move(v)));
+}
+
+Result<std::vector<std::string>> text_folder_class_names(const DataSourceSpec& spec, const SourceContext& ctx) {
+  if (Status s = check_spec(spec, ctx.prefix); !s) return s.error();
+  auto listed = list_files(spec, ctx, "train");
+  if (!listed) return listed.error();
+  return std::move(listed->classes);
+}
+
+std::optional<ExampleShapes> text_folder_shapes(const DataSourceSpec& spec) {
+  if (spec.max_length < 1) return std::nullopt;
+  return ExampleShapes{{spec.max_length}, {}, kTokenDType};
+}
+
+Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const SourceContext& ctx) {
+  if (Status s = check_spec(spec, ctx.prefix); !s) return s.error();
+  const Tokenizer tokenizer = *parse_tokenizer(spec.tokenizer);
+  TokenVocabularyPtr vocabulary = ctx.tokens;
+  if (vocabulary && vocabulary->tokenizer() != tokenizer) {
+    return config_error(fmt::format("{}tokenizer {} does not match the vocabulary of the model, built with tokenizer {}",
+                                    ctx.prefix, spec.tokenizer, tokenizer_name(vocabulary->tokenizer())));
+  }
+  if (!vocabulary) {
+    auto built = build_text_folder_vocabulary(spec, ctx);
+    if (!built) return built.error();
+    vocabulary = *built;
+  }
+  auto listed = list_files(spec, ctx, spec.split);
+  if (!listed) return listed.error();
+  const int64_t length = spec.max_length;
+  std::vector<int32_t> ids;
+  std::vector<float> labels;
+  std::vector<int64_t> per_class;
+  int64_t tokens_total = 0, truncated = 0, unknown = 0;
+  for (size_t k = 0; k < listed->files.size(); ++k) {
+    for (const std::string& path : listed->files[k]) {
+      auto tokens = read_text_file_tokens(path, tokenizer);
+      if (!tokens) return tokens.error();
+      tokens_total += static_cast<int64_t>(tokens->size());
+      truncated += static_cast<int64_t>(tokens->size()) > length ? 1 : 0;
+      const std::vector<int32_t> row = token_ids(*vocabulary, *tokens, length, &unknown);
+      ids.insert(ids.end(), row.begin(), row.end());
+      labels.push_back(static_cast<float>(k));
+    }
+    per_class.push_back(static_cast<int64_t>(listed->files[k].size()));
+  }
+  const auto n = static_cast<int64_t>(labels.size());
+  std::string counts;
+  for (size_t k = 0; k < listed->classes.size(); ++k) {
+    counts += fmt::format("{}{} {} ({})", k == 0 ? "" : ", ", k, listed->classes[k], per_class[k]);
+  }
+  std::string summary = fmt::format(
+      "text_folder {}: {} files{} in {} classes: {}; {} {} tokens, {:.1f} per file, padded or truncated to {} ({} "
+      "truncated); vocabulary {} ids (<pad>, <unk> + {} {} tokens)",
+      listed->dir, n, spec.holdout > 0 ? fmt::format(" ({} split)", spec.split) : "", listed->classes.size(), counts,
+      tokens_total, tokenizer_name(tokenizer), static_cast<double>(tokens_total) / static_cast<double>(n), length,
+      truncated, vocabulary->size(), vocabulary->tokens().size(), tokenizer_name(vocabulary->tokenizer()));
+  if (unknown > 0) summary += fmt::format(", {} tokens read as <unk>", unknown);
+  return SourcePtr(std::make_shared<TextFolderSource>(std::move(ids), std::move(labels), length, listed->dir,
+                                                      std::move(summary), std::move(listed->classes)));
+}
+
+}  // namespace dtrain

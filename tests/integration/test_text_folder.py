@@ -1,0 +1,176 @@
+"""format: text_folder with the real binary (issue 27, part 3): three class
+folders of .txt files written here (sentences of class words among shared
+words, mixed case and punctuation) train an embedding (input_dim: auto, the
+size of the vocabulary built from the training split) -> global_avg_pool1d
+-> dense model well above the majority baseline on a held-out split; the
+vocabulary is saved as model_dir/token_vocab.json (<pad>, <unk>, tokens by
+count) and evaluate and predict use it even when the folder has changed;
+predict on a folder of new .txt files names each file's class; a first run
+that fails after writing the vocabulary does not bind the next; invalid
+UTF-8 is a data error naming the file; a missing max_length is refused."""
+import json
+import re
+
+import numpy as np
+
+from conftest import run_dtrain
+
+CLASSES = ["cooking", "sports", "tech"]
+SHARED = ("the a and of to in is it that was for on with as at by this from but not or have had are were one "
+          "all so we they he she you there their what about when would more some out up if like just").split()
+TOPIC = {
+    "cooking": "bake oven flour sugar butter recipe simmer garlic onion salt pepper dough roast stir sauce "
+               "kitchen spoon pan boil knead".split(),
+    "sports": "goal match team coach score league referee player season stadium ball pitch win defeat striker "
+              "tournament fans sprint race medal".split(),
+    "tech": "server code compile software laptop network database kernel cloud python bug deploy chip memory "
+            "browser api cache algorithm debug linux".split(),
+}
+
+JOB = """
+model:
+  input: {{shape: [{length}], dtype: int32}}
+  layers:
+    - {{type: embedding, input_dim: auto, output_dim: 16}}
+    - {{type: global_avg_pool1d}}
+    - {{type: dense, units: {classes}}}
+  metrics: [accuracy]
+optimizer: {{type: adam, learning_rate: 0.02}}
+data:
+  train: {{format: text_folder, dir: {d}, tokenizer: {tok}, max_length: {length}, holdout: 0.25, split: train,
+          batch_size: 32, shuffle: 256{extra}}}
+  eval: {{format: text_folder, dir: {d}, tokenizer: {tok}, max_length: {length}, holdout: 0.25, split: holdout,
+         batch_size: 64{extra}}}
+run: {{model_dir: {m}, max_steps: {steps}, save_checkpoints_steps: {steps}, log_step_count_steps: 1000, seed: 5}}
+"""
+
+
+def sentence(rng, k):
+    """About 8..40 words: 15% of them from class k's topic, 5% from another topic, the rest shared."""
+    words = []
+    for _ in range(int(rng.integers(8, 41))):
+        u = rng.random()
+        if u < 0.15:
+            words.append(str(rng.choice(TOPIC[CLASSES[k]])))
+        elif u < 0.2:
+            words.append(str(rng.choice(TOPIC[CLASSES[(k + 1) % 3]])))
+        else:
+            words.append(str(rng.choice(SHARED)))
+    text = " ".join(w.upper() if rng.random() < 0.1 else w for w in words)
+    return text[0].upper() + text[1:] + rng.choice([".", "!", "?", "..."])
+
+
+def make_folder(d, per_class=60, seed=0):
+    rng = np.random.default_rng(seed)
+    for k, name in enumerate(CLASSES):
+        (d / name).mkdir(parents=True)
+        for i in range(per_class):
+            (d / name / f"{i:03d}.txt").write_text(sentence(rng, k) + "\n" + sentence(rng, k) + "\n", encoding="utf-8")
+    (d / "tech" / "README.md").write_text("not read: not a .txt file")
+
+
+def job_file(tmp_path, d, m, steps=150, tok="word", length=48, classes="auto", extra="", name="job.yaml"):
+    job = tmp_path / name
+    job.write_text(JOB.format(d=d, m=m, steps=steps, tok=tok, length=length, classes=classes, extra=extra))
+    return job
+
+
+def test_word_tokens_beat_the_majority_baseline_and_the_saved_vocabulary_is_reused(tmp_path):
+    d, m = tmp_path / "texts", tmp_path / "m"
+    make_folder(d)
+    job = job_file(tmp_path, d, m)
+    r = run_dtrain("train", job, "--log-format", "plain")
+    assert r.returncode == 0, r.stderr[-3000:]
+    vocab = json.loads((m / "token_vocab.json").read_text(encoding="utf-8"))
+    assert vocab["tokenizer"] == "word" and vocab["tokens"][:2] == ["<pad>", "<unk>"]
+    size = vocab["size"]
+    assert size == len(vocab["tokens"]) and size <= len(SHARED) + 3 * 20 + 2
+    tokens = vocab["tokens"][2:]
+    assert all(t == t.lower() and re.fullmatch(r"[a-z']+", t) for t in tokens), tokens
+    assert f"model: embedding input_dim: auto = {size} (the vocabulary of data.train's training split)" in r.stderr
+    assert "model: dense units: auto = 3 (the class folders of data.train)" in r.stderr
+    assert f"wrote the vocabulary of data.train to {m}/token_vocab.json: {size} ids" in r.stderr
+    # floor(0.25 x 60) = 15 of each class held out.
+    assert (f"data.train: text_folder {d}: 135 files (train split) in 3 classes: 0 cooking (45), 1 sports (45), "
+            f"2 tech (45); ") in r.stderr, r.stderr
+    metrics = json.loads((m / "eval" / "metrics-150.json").read_text())
+    acc = metrics["metrics"]["accuracy"]
+    print(f"text_folder (word): eval accuracy {acc:.4f} on {metrics['examples']} held-out files "
+          f"(majority baseline 0.3333), loss {metrics['metrics']['loss']:.4f}, vocabulary {size} ids")
+    assert metrics["examples"] == 45
+    assert acc >= 0.8, metrics
+    assert metrics["report"]["outputs"][0]["classes"] == CLASSES
+
+    # New words in the folder after training: evaluate still reads the saved
+    # vocabulary (a rebuilt one would change input_dim and not fit the checkpoint).
+    (d / "cooking" / "zzz_new.txt").write_text("Completely novel vocabulary: xylophone quasar zeppelin.")
+    ev = run_dtrain("evaluate", job)
+    assert ev.returncode == 0, ev.stderr
+    assert f"model: embedding input_dim: auto = {size} (the vocabulary of {m}/token_vocab.json)" in ev.stderr
+    assert json.loads((m / "token_vocab.json").read_text(encoding="utf-8")) == vocab
+
+    # predict on a folder of new .txt files: one row per file, in path order.
+    new = tmp_path / "new"
+    new.mkdir()
+    rng = np.random.default_rng(11)
+    truth = {}
+    for i in range(30):
+        f = new / f"doc{i:02d}.txt"
+        f.write_text(sentence(rng, i % 3) + " " + sentence(rng, i % 3), encoding="utf-8")
+        truth[str(f)] = CLASSES[i % 3]
+    r = run_dtrain("predict", job, "--input", new, "--output", tmp_path / "p.csv")
+    assert r.returncode == 0, r.stderr
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == "file,class,class_name,pcooking,psports,ptech"
+    rows = [l.split(",") for l in lines[1:]]
+    assert [row[0] for row in rows] == sorted(truth)
+    right = sum(row[2] == truth[row[0]] for row in rows)
+    print(f"text_folder: predict on 30 new files: {right}/30 right")
+    assert right >= 24
+    # One file gives the same probabilities as in the folder.
+    r = run_dtrain("predict", job, "--input", new / "doc04.txt", "--output", tmp_path / "one.csv")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "one.csv").read_text().splitlines()[1].split(",")[1:] == rows[4][1:]
+
+
+def test_char_tokens_and_a_failed_first_run_does_not_bind_the_next(tmp_path):
+    d, m = tmp_path / "texts", tmp_path / "m"
+    make_folder(d, per_class=12)
+    # A first run that fails after writing the vocabulary (3 classes, 2 units).
+    bad = job_file(tmp_path, d, m, steps=4, tok="char", length=64, classes=2, name="bad.yaml")
+    r = run_dtrain("train", bad, "--no-eval")
+    assert r.returncode == 3, r.stderr
+    assert "label" in r.stderr, r.stderr
+    assert (m / "token_vocab.json").exists() and not list(m.glob("model.ckpt-*"))
+    # The corrected job (two classes, word tokens): a new vocabulary, no error.
+    good = job_file(tmp_path, d, m, steps=4, extra=", classes: [cooking, tech]")
+    r = run_dtrain("train", good, "--no-eval")
+    assert r.returncode == 0, r.stderr
+    vocab = json.loads((m / "token_vocab.json").read_text(encoding="utf-8"))
+    assert vocab["tokenizer"] == "word"
+    assert f"model: embedding input_dim: auto = {vocab['size']} (the vocabulary of data.train's training split)" in r.stderr
+    assert "model: dense units: auto = 2 (the class folders of data.train)" in r.stderr
+    # Resuming with another tokenizer is refused: the ids would change.
+    r = run_dtrain("train", good, "--no-eval", "--set", "data.train.tokenizer=char", "--set", "run.max_steps=8")
+    assert r.returncode == 2, r.stderr
+    assert (f"data.train: tokenizer char does not match the vocabulary saved with the model ({m}/token_vocab.json, "
+            "tokenizer word), so token ids would change") in r.stderr
+
+
+def test_bad_text_and_a_missing_max_length_are_clear_errors(tmp_path):
+    d, m = tmp_path / "texts", tmp_path / "m"
+    make_folder(d, per_class=4)
+    (d / "sports" / "latin1.txt").write_bytes("caf\xe9 ole".encode("latin-1"))
+    job = job_file(tmp_path, d, m, steps=2)
+    r = run_dtrain("train", job, "--no-eval")
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.strip().endswith(
+        f"{d}/sports/latin1.txt: invalid UTF-8 at byte offset 3: byte 0xe9 is not followed by a continuation byte; "
+        "text_folder reads UTF-8 text files") or f"{d}/sports/latin1.txt: invalid UTF-8 at byte offset 3" in r.stderr, \
+        r.stderr
+    assert not (m / "token_vocab.json").exists()
+    (d / "sports" / "latin1.txt").unlink()
+    job.write_text(job.read_text().replace(", max_length: 48", "", 1))
+    r = run_dtrain("validate", job)
+    assert r.returncode == 2, r.stderr
+    assert "max_length" in r.stderr, r.stderr
