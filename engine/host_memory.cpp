@@ -2,9 +2,6 @@
 #include "engine/host_memory.hpp"
 
 #include <algorithm>
-#include <charconv>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "engine/threads.hpp"
@@ -12,25 +9,16 @@
 namespace dtrain {
 namespace {
 
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string_view trim(std::string_view s) {
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return {};
   return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+// A count: parse_proc_int's, and not negative.
 std::optional<int64_t> parse_count(std::string_view s) {
-  s = trim(s);
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) return std::nullopt;
+  const auto v = parse_proc_int(s);
+  if (!v || *v < 0) return std::nullopt;
   return v;
 }
 
@@ -68,11 +56,11 @@ std::optional<MemoryRoom> memory_room(std::string_view meminfo, const std::vecto
                                                                      {"memory.limit_in_bytes", "memory.usage_in_bytes"}};
     for (const auto& [limit_name, usage_name] : kFiles) {
       const std::string limit_file = dir + "/" + limit_name;
-      const auto limit_text = read_text(limit_file);
+      const auto limit_text = read_proc_text(limit_file);
       if (!limit_text) continue;
       const auto limit = parse_memory_limit(*limit_text);
       if (!limit) break;
-      const auto usage_text = read_text(dir + "/" + usage_name);
+      const auto usage_text = read_proc_text(dir + "/" + usage_name);
       const int64_t usage = usage_text ? parse_count(*usage_text).value_or(0) : 0;
       const int64_t room = std::max<int64_t>(0, *limit - usage);
       if (!best || room < best->bytes) best = MemoryRoom{room, limit_file};
@@ -83,8 +71,8 @@ std::optional<MemoryRoom> memory_room(std::string_view meminfo, const std::vecto
 }
 
 std::optional<MemoryRoom> detect_memory_room() {
-  const auto meminfo = read_text("/proc/meminfo");
-  const auto proc_cgroup = read_text("/proc/self/cgroup"), mountinfo = read_text("/proc/self/mountinfo");
+  const auto meminfo = read_proc_text("/proc/meminfo");
+  const auto proc_cgroup = read_proc_text("/proc/self/cgroup"), mountinfo = read_proc_text("/proc/self/mountinfo");
   std::vector<std::string> dirs;
   if (proc_cgroup && mountinfo) dirs = cgroup_dirs(*proc_cgroup, *mountinfo, "memory");
   return memory_room(meminfo.value_or(""), dirs);

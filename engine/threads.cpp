@@ -18,29 +18,12 @@
 namespace dtrain {
 namespace {
 
-// The whole text of a small file; /proc and /sys files report no true size,
-// so this reads to the end. nullopt when it cannot be opened.
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::string_view trim(std::string_view s) {
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return {};
   return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
-std::optional<int64_t> parse_int(std::string_view s) {
-  s = trim(s);
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> parts;
@@ -113,11 +96,11 @@ void keep_smaller(std::optional<CpuQuota>& best, std::optional<CpuQuota> q) {
   if (q && (!best || q->cpus() < best->cpus())) best = std::move(q);
 }
 
-// Walks from `dir` up to `top` (the mount point), reading each level's limit.
-template <class ReadLevel>
-void walk_up(std::string dir, const std::string& top, std::optional<CpuQuota>& best, ReadLevel read_level) {
+// Calls visit(d) for `dir` and each level above it up to `top` (the mount point).
+template <class Visit>
+void walk_up(std::string dir, const std::string& top, Visit visit) {
   for (;;) {
-    keep_smaller(best, read_level(dir));
+    visit(dir);
     if (dir.size() <= top.size()) return;
     const size_t slash = dir.rfind('/');
     if (slash == std::string::npos || slash < top.size()) return;
@@ -125,7 +108,38 @@ void walk_up(std::string dir, const std::string& top, std::optional<CpuQuota>& b
   }
 }
 
+// One cgroup level's CPU limit: v2's cpu.max, or v1's cpu.cfs_quota_us / cpu.cfs_period_us.
+std::optional<CpuQuota> read_cpu_quota(const std::string& dir) {
+  std::optional<CpuQuota> q;
+  std::string file = dir + "/cpu.max";
+  if (auto text = read_proc_text(file)) {
+    q = parse_cpu_max(*text);
+  } else {
+    file = dir + "/cpu.cfs_quota_us";
+    auto quota = read_proc_text(file), period = read_proc_text(dir + "/cpu.cfs_period_us");
+    if (quota && period) q = parse_cfs_quota(*quota, *period);
+  }
+  if (q) q->file = file;
+  return q;
+}
+
 }  // namespace
+
+std::optional<std::string> read_proc_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::optional<int64_t> parse_proc_int(std::string_view s) {
+  s = trim(s);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
 
 int CpuQuota::whole_cpus() const {
   return static_cast<int>(std::max<int64_t>(1, (quota_us + period_us - 1) / period_us));
@@ -137,50 +151,20 @@ std::optional<CpuQuota> parse_cpu_max(std::string_view text) {
     if (!f.empty()) fields.push_back(f);
   }
   if (fields.size() != 2 || fields[0] == "max") return std::nullopt;
-  const auto quota = parse_int(fields[0]), period = parse_int(fields[1]);
+  const auto quota = parse_proc_int(fields[0]), period = parse_proc_int(fields[1]);
   if (!quota || !period || *quota <= 0 || *period <= 0) return std::nullopt;
   return CpuQuota{*quota, *period, ""};
 }
 
 std::optional<CpuQuota> parse_cfs_quota(std::string_view quota_text, std::string_view period_text) {
-  const auto quota = parse_int(quota_text), period = parse_int(period_text);
+  const auto quota = parse_proc_int(quota_text), period = parse_proc_int(period_text);
   if (!quota || !period || *quota <= 0 || *period <= 0) return std::nullopt;  // -1: no limit
   return CpuQuota{*quota, *period, ""};
 }
 
 std::optional<CpuQuota> cgroup_cpu_quota(std::string_view proc_cgroup, std::string_view mountinfo) {
-  const std::vector<Mount> mounts = cgroup_mounts(mountinfo);
   std::optional<CpuQuota> best;
-  for (std::string_view line : split(proc_cgroup, '\n')) {
-    // HIERARCHY_ID:CONTROLLERS:PATH; cgroup v2 is "0::PATH".
-    const size_t first = line.find(':'), second = first == std::string_view::npos ? first : line.find(':', first + 1);
-    if (second == std::string_view::npos) continue;
-    const std::string_view controllers = line.substr(first + 1, second - first - 1);
-    const std::string_view path = trim(line.substr(second + 1));
-    if (path.empty() || path[0] != '/') continue;
-    const bool v2 = line.substr(0, first) == "0" && controllers.empty();
-    const std::vector<std::string_view> names = split(controllers, ',');
-    if (!v2 && std::find(names.begin(), names.end(), "cpu") == names.end()) continue;
-    for (const Mount& m : mounts) {
-      if (v2 != (m.fstype == "cgroup2")) continue;
-      if (!v2 && std::find(m.super_options.begin(), m.super_options.end(), "cpu") == m.super_options.end()) continue;
-      walk_up(cgroup_dir(m, path), m.point, best, [v2](const std::string& dir) -> std::optional<CpuQuota> {
-        std::optional<CpuQuota> q;
-        std::string file;
-        if (v2) {
-          file = dir + "/cpu.max";
-          if (auto text = read_text(file)) q = parse_cpu_max(*text);
-        } else {
-          file = dir + "/cpu.cfs_quota_us";
-          auto quota = read_text(file), period = read_text(dir + "/cpu.cfs_period_us");
-          if (quota && period) q = parse_cfs_quota(*quota, *period);
-        }
-        if (q) q->file = file;
-        return q;
-      });
-      break;  // one mount per hierarchy
-    }
-  }
+  for (const std::string& dir : cgroup_dirs(proc_cgroup, mountinfo, "cpu")) keep_smaller(best, read_cpu_quota(dir));
   return best;
 }
 
@@ -259,11 +243,7 @@ std::vector<std::string> cgroup_dirs(std::string_view proc_cgroup, std::string_v
       if (!v2 && std::find(m.super_options.begin(), m.super_options.end(), controller) == m.super_options.end()) {
         continue;
       }
-      std::optional<CpuQuota> unused;
-      walk_up(cgroup_dir(m, path), m.point, unused, [&dirs](const std::string& dir) -> std::optional<CpuQuota> {
-        dirs.push_back(dir);
-        return std::nullopt;
-      });
+      walk_up(cgroup_dir(m, path), m.point, [&dirs](const std::string& dir) { dirs.push_back(dir); });
       break;  // one mount per hierarchy
     }
   }
@@ -272,7 +252,7 @@ std::vector<std::string> cgroup_dirs(std::string_view proc_cgroup, std::string_v
 
 ThreadBudget detect_thread_budget() {
   std::optional<CpuQuota> quota;
-  auto proc_cgroup = read_text("/proc/self/cgroup"), mountinfo = read_text("/proc/self/mountinfo");
+  auto proc_cgroup = read_proc_text("/proc/self/cgroup"), mountinfo = read_proc_text("/proc/self/mountinfo");
   if (proc_cgroup && mountinfo) quota = cgroup_cpu_quota(*proc_cgroup, *mountinfo);
   return make_budget(thread_affinity(), static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), std::move(quota));
 }
@@ -285,7 +265,7 @@ ThreadChoice choose_threads(std::optional<int> cli, int64_t job, const std::opti
   if (omp_env) {
     // OpenMP's list form "4,2" gives the outer level first.
     const std::string_view first = split(*omp_env, ',')[0];
-    if (const auto n = parse_int(first); n && *n >= 1 && *n <= 1 << 20) {
+    if (const auto n = parse_proc_int(first); n && *n >= 1 && *n <= 1 << 20) {
       return {static_cast<int>(*n), "OMP_NUM_THREADS", ""};
     }
     note = fmt::format("OMP_NUM_THREADS \"{}\" is not a positive integer: ignored", *omp_env);

@@ -39,6 +39,12 @@ std::optional<CpuQuota> parse_cfs_quota(std::string_view quota_text, std::string
 // Missing files and levels are no limit. nullopt when nothing limits.
 std::optional<CpuQuota> cgroup_cpu_quota(std::string_view proc_cgroup, std::string_view mountinfo);
 
+// The whole text of a small file (/proc and /sys files report no true size,
+// so this reads to the end); nullopt when it cannot be opened.
+std::optional<std::string> read_proc_text(const std::string& path);
+// An integer written alone (spaces and a line end around it allowed); nullopt otherwise.
+std::optional<int64_t> parse_proc_int(std::string_view s);
+
 // The cgroup directories of this process that hold `controller`'s files,
 // each from its own cgroup up to the hierarchy's mount point: cgroup v2's
 // unified hierarchy, and the cgroup v1 hierarchy with `controller` ("memory",
