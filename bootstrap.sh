@@ -21,7 +21,7 @@ debs=(build-essential pkg-config meson ninja-build cmake python3 python3-pip pyt
       libcli11-dev libyaml-cpp-dev nlohmann-json3-dev libfmt-dev doctest-dev
       libdnnl-dev libprotobuf-dev protobuf-compiler zlib1g-dev libpng-dev libjpeg62-turbo-dev
       libcurl4-openssl-dev libssl-dev libgrpc++-dev protobuf-compiler-grpc libgloo-dev libonnx-dev
-      patchelf)
+      libsentencepiece-dev patchelf)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,9 +38,10 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH="/usr/local/cuda/bin:$PATH"
 if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release
 fi
-# What `dtrain train` needs: the executable and, where CUDA is built, its
-# CUDA module. The tests and benchmarks are built by tests/run.sh.
-targets=(cli/dtrain)
+# What `dtrain train` needs: the executable, its SentencePiece module and,
+# where CUDA is built, its CUDA module. The tests and benchmarks are built by
+# tests/run.sh.
+targets=(cli/dtrain datasets/libdtrain_sentencepiece.so)
 if ninja -C build -t targets all | grep -q '^engine/cuda/libdtrain_cuda.so:'; then
   targets+=(engine/cuda/libdtrain_cuda.so)
 fi

@@ -1,6 +1,7 @@
 // `dtrain data convert` (IDX/CSV/NPY/NPZ -> TFRecord shards of tf.Example, or
-// -> .npy) and `dtrain data inspect FILE` (a TFRecord file's first records);
-// fetch and bench have their own files.
+// -> .npy), `dtrain data inspect FILE` (a TFRecord file's first records) and
+// `dtrain data sentencepiece` (a SentencePiece model trained on text files or
+// a text_folder's training split); fetch and bench have their own files.
 #include "cli/data_commands.hpp"
 #include "cli/bench_command.hpp"
 #include "cli/fetch_command.hpp"
@@ -11,7 +12,9 @@
 #include <memory>
 
 #include "datasets/example_convert.hpp"
+#include "datasets/sentencepiece.hpp"
 #include "datasets/source.hpp"
+#include "datasets/text_folder_source.hpp"
 #include "engine/base/status.hpp"
 
 namespace dtrain::cli {
@@ -23,6 +26,9 @@ struct DataArgs {
   std::string file;         // inspect
   int64_t records = 3;
   size_t values = 8;
+  // sentencepiece: text files, or a text_folder (from.dir, holdout, classes)
+  SentencePieceTraining sentencepiece;
+  std::string out;
 };
 
 int report(const Error& e) {
@@ -46,6 +52,37 @@ int run_inspect(const DataArgs& a) {
   auto text = inspect_tfrecord(a.file, a.records, a.values);
   if (!text) return report(text.error());
   std::fputs(text->c_str(), stdout);
+  return 0;
+}
+
+int run_sentencepiece(DataArgs a) {
+  if (a.from.dir.empty() == a.sentencepiece.files.empty()) {
+    return report(config_error("data sentencepiece: give text files or --dir (a folder of class folders of .txt "
+                               "files, as format text_folder reads), one of the two"));
+  }
+  std::string what;
+  if (!a.from.dir.empty()) {
+    auto listed = list_text_folder_files(a.from, SourceContext{"", "data sentencepiece: "}, "train");
+    if (!listed) return report(listed.error());
+    for (const auto& files : listed->files) {
+      a.sentencepiece.files.insert(a.sentencepiece.files.end(), files.begin(), files.end());
+    }
+    if (a.sentencepiece.files.empty()) {
+      return report(data_error(fmt::format("data sentencepiece: dir {}: no .txt files in the class folders",
+                                           listed->dir)));
+    }
+    what = fmt::format("{} .txt files of {} ({} classes{})", a.sentencepiece.files.size(), listed->dir,
+                       listed->classes.size(),
+                       a.from.holdout > 0 ? fmt::format(", holdout {} left out", a.from.holdout) : "");
+  } else {
+    what = fmt::format("{} file{}", a.sentencepiece.files.size(), a.sentencepiece.files.size() == 1 ? "" : "s");
+  }
+  auto trained = train_sentencepiece(a.sentencepiece, a.out);
+  if (!trained) return report(trained.error());
+  std::printf("trained a %s SentencePiece model of %lld pieces on %lld lines of %s\nwrote %s\nuse it in a job:\n"
+              "  tokenizer: sentencepiece\n  sentencepiece_model: %s\n",
+              a.sentencepiece.model_type.c_str(), static_cast<long long>(trained->pieces),
+              static_cast<long long>(trained->sentences), what.c_str(), a.out.c_str(), a.out.c_str());
   return 0;
 }
 
@@ -95,6 +132,32 @@ void add_data_subcommands(CLI::App& data_app, int& exit_code) {
   inspect->add_option("--records", args->records, "records to print (default 3)")->check(CLI::NonNegativeNumber);
   inspect->add_option("--values", args->values, "values to print per feature (default 8)");
   inspect->callback([args, &exit_code] { exit_code = run_inspect(*args); });
+
+  CLI::App* sp = data->add_subcommand(
+      "sentencepiece", "train a SentencePiece subword model (for tokenizer: sentencepiece) on text files or on the "
+                       "training split of a folder of class folders of .txt files");
+  sp->add_option("files", args->sentencepiece.files, "UTF-8 text files, each line a sentence")
+      ->check(CLI::ExistingFile);
+  sp->add_option("--dir", args->from.dir, "a folder of class folders of .txt files (format text_folder), its training "
+                 "split read");
+  sp->add_option("--holdout", args->from.holdout, "--dir: the fraction of each class held out, as the job's "
+                 "holdout (default 0): those files are left out")
+      ->check(CLI::Range(0.0, 0.999999));
+  sp->add_option("--classes", args->from.classes, "--dir: the class folders to read (default every sub-folder)");
+  sp->add_option("--vocab-size", args->sentencepiece.vocab_size, "pieces in the model, <unk>, <s> and </s> included "
+                 "(default 8000); a cap unless --exact-vocab-size")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 24));
+  sp->add_flag("--exact-vocab-size", [args](int64_t) { args->sentencepiece.vocab_size_is_cap = false; },
+               "fail when the text gives fewer pieces than --vocab-size (spm_train's hard_vocab_limit)");
+  sp->add_option("--model-type", args->sentencepiece.model_type, "unigram (default), bpe, word or char")
+      ->check(CLI::IsMember({"unigram", "bpe", "word", "char"}));
+  sp->add_option("--character-coverage", args->sentencepiece.character_coverage,
+                 "the share of characters covered (default 1.0; 0.9995 for languages with large alphabets)")
+      ->check(CLI::Range(0.5, 1.0));
+  sp->add_option("--threads", args->sentencepiece.threads, "training threads (default 1)")
+      ->check(CLI::Range(1, 256));
+  sp->add_option("--out", args->out, "the model file to write (e.g. text.model)")->required();
+  sp->callback([args, &exit_code] { exit_code = run_sentencepiece(*args); });
 
   auto bench_args = std::make_shared<BenchCommandOptions>();
   CLI::App* bench = data->add_subcommand("bench", "read a job's input as training would, without training: examples/s, MiB/s, peak RSS");

@@ -1,8 +1,9 @@
 // The csv source: CSV (raw or gzip, a UTF-8 BOM skipped) with an optional
 // header, a label column of numbers or class names, feature columns chosen by
-// name or 0-based index, each a number (missing values filled or refused) or a
-// category (one-hot over the vocabulary of data.train), and an optional
-// reshape of each row's features.
+// name or 0-based index, each a number (missing values filled or refused), a
+// category (one-hot over the vocabulary of data.train, or its id) or text
+// (token ids, padded or truncated), an optional reshape of each row's
+// features, and for a model of several inputs the columns of each input.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +17,8 @@
 #include "datasets/csv_reader.hpp"
 #include "datasets/idx_file.hpp"
 #include "datasets/source.hpp"
+#include "datasets/text_folder_source.hpp"
+#include "datasets/utf8.hpp"
 
 namespace dtrain {
 
@@ -74,6 +77,7 @@ struct RawColumn {
   size_t index = 0;  // in the file
   CsvColumnSpec spec;
   std::vector<float> numbers;  // number: per row, NaN when missing
+  std::vector<std::string> texts;  // text: per row (valid UTF-8; a missing value is its fill, or "")
   // category: per row the value's place in `values` (-1 when missing), and
   // each distinct value with how often it occurs.
   std::vector<int32_t> seen;
@@ -128,8 +132,22 @@ Result<std::vector<RawColumn>> plan_columns(const DataSourceSpec& spec, const So
     const std::string option = ctx.tabular ? fmt::format("columns[{}] (as in training)", i) : fmt::format("columns[{}]", i);
     auto c = find_column(wanted[i].name, option, names, ncols, path, ctx.prefix);
     if (!c) return c.error();
-    if (wanted[i].type != "number" && wanted[i].type != "category") {
-      return config_error(fmt::format("{}{}: type \"{}\" is not number or category", ctx.prefix, option, wanted[i].type));
+    if (wanted[i].type != "number" && wanted[i].type != "category" && wanted[i].type != "text") {
+      return config_error(fmt::format("{}{}: type \"{}\" is not number, category or text", ctx.prefix, option,
+                                      wanted[i].type));
+    }
+    if (wanted[i].encoding != "one_hot" && (wanted[i].type != "category" || wanted[i].encoding != "id")) {
+      return config_error(fmt::format("{}{}: encoding \"{}\" {}", ctx.prefix, option, wanted[i].encoding,
+                                      wanted[i].type == "category" ? "is not one_hot or id"
+                                                                   : "applies to type category, not " + wanted[i].type));
+    }
+    if (wanted[i].type == "text" && !ctx.tabular) {
+      if (spec.max_length < 1) {
+        return config_error(fmt::format("{}{}: a text column needs data's max_length (token ids per example, padded "
+                                        "or truncated), e.g. max_length: 64",
+                                        ctx.prefix, option));
+      }
+      if (Status s = check_tokenizer_keys(spec, ctx.prefix); !s) return s.error();
     }
     if (wanted[i].type == "number" && !wanted[i].fill.empty() && wanted[i].fill != "mean" &&
         wanted[i].fill != "median") {
@@ -207,6 +225,22 @@ Result<RawCsv> read_csv(const DataSourceSpec& spec, const SourceContext& ctx) {
     for (RawColumn& col : raw.columns) {
       const std::string& field = fields[col.index];
       const bool category = col.spec.type == "category";
+      if (col.spec.type == "text") {
+        if (is_na(field, spec.na_values)) {
+          col.texts.push_back(col.spec.fill);
+          continue;
+        }
+        std::vector<uint32_t> code_points;
+        Utf8Problem problem;
+        if (!decode_utf8(reinterpret_cast<const uint8_t*>(field.data()), field.size(), code_points, &problem)) {
+          return data_error(fmt::format("{}:{}:{}: invalid UTF-8 at byte {} of the field (column {}): {}; text "
+                                        "columns hold UTF-8 text",
+                                        path, reader.field_line(col.index), col.index + 1, problem.offset,
+                                        column_label(names, col.index), problem.reason));
+        }
+        col.texts.push_back(field);
+        continue;
+      }
       if (is_na(field, spec.na_values)) {
         if (category) {
           col.seen.push_back(-1);
@@ -308,16 +342,41 @@ Result<std::vector<std::string>> label_classes(const RawCsv& raw, const DataSour
   return classes;
 }
 
+// The tokens of a text field (valid UTF-8).
+std::vector<std::string> field_tokens(const TextTokenizer& tokenizer, const std::string& text) {
+  std::vector<uint32_t> code_points;
+  Utf8Problem problem;
+  decode_utf8(reinterpret_cast<const uint8_t*>(text.data()), text.size(), code_points, &problem);
+  return tokenizer.tokens(text, code_points);
+}
+
 // Fits raw's columns: what load_csv_source does without a fitted preprocessing.
 Result<TabularPreprocessing> fit(const RawCsv& raw, const DataSourceSpec& spec, const SourceContext& ctx) {
   TabularPreprocessing p;
   p.file = raw.path;
   p.label_column = spec.label_column;
+  std::optional<TextTokenizer> tokenizer;  // of the text columns: data's tokenizer keys
   for (const RawColumn& r : raw.columns) {
     TabularColumn c;
     c.spec = r.spec;
     c.spec.where.clear();
-    if (c.category()) {
+    if (c.text()) {
+      if (!tokenizer) {
+        auto t = load_text_tokenizer(spec, ctx);
+        if (!t) return t.error();
+        tokenizer = *t;
+      }
+      std::vector<std::vector<std::string>> tokens;
+      if (tokenizer->kind != Tokenizer::kSentencePiece) {
+        for (const std::string& text : r.texts) tokens.push_back(field_tokens(*tokenizer, text));
+      }
+      fit_text_column(c, tokens, spec, *tokenizer);
+      if (c.tokens->size() > int64_t{1} << 24) {  // ids travel as float32 until the pipeline makes them int32
+        return data_error(fmt::format("{}{}: the text column {} has a vocabulary of {} ids, more than csv features "
+                                      "hold exactly (2^24); set max_tokens",
+                                      ctx.prefix, raw.path, c.spec.name, c.tokens->size()));
+      }
+    } else if (c.category()) {
       std::vector<std::pair<std::string, int64_t>> counts;
       for (size_t k = 0; k < r.values.size(); ++k) counts.emplace_back(r.values[k], r.counts[k]);
       fit_category_column(c, counts);
@@ -356,43 +415,102 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
     own = std::move(*fitted);
   }
   const TabularPreprocessing& pre = ctx.tabular ? *ctx.tabular : own;
-  const int64_t rows = raw.rows, width = pre.width();
+  const int64_t rows = raw.rows;
+
+  // The model input of each column: its `input`, one of ctx.inputs for a
+  // model of several inputs; for a model of one, every column.
+  const std::vector<std::string> inputs = ctx.inputs.empty() ? std::vector<std::string>{""} : ctx.inputs;
+  std::vector<size_t> input_of(pre.columns.size(), 0);
+  for (size_t k = 0; k < pre.columns.size(); ++k) {
+    const std::string& in = pre.columns[k].spec.input;
+    if (ctx.inputs.empty()) {
+      if (!in.empty()) {
+        return config_error(fmt::format("{}columns[{}] ({}): input \"{}\" applies to a model of several inputs "
+                                        "(model.inputs); this model has one: remove input",
+                                        ctx.prefix, k, pre.columns[k].spec.name, in));
+      }
+      continue;
+    }
+    const auto it = std::find(inputs.begin(), inputs.end(), in);
+    if (it == inputs.end()) {
+      return config_error(fmt::format("{}columns[{}] ({}): {}; give each column the model input it feeds: input: "
+                                      "one of {}",
+                                      ctx.prefix, k, pre.columns[k].spec.name,
+                                      in.empty() ? "no input, but the model has several inputs"
+                                                 : "input \"" + in + "\" is not one of model.inputs",
+                                      fmt::join(inputs, ", ")));
+    }
+    input_of[k] = static_cast<size_t>(it - inputs.begin());
+  }
+  std::vector<int64_t> widths(inputs.size(), 0);
+  for (size_t k = 0; k < pre.columns.size(); ++k) widths[input_of[k]] += pre.columns[k].width();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (widths[i] == 0) {
+      return config_error(fmt::format("{}no column feeds model input \"{}\"; give a column input: {}", ctx.prefix,
+                                      inputs[i], inputs[i]));
+    }
+  }
+  const int64_t width = widths[0];
 
   Shape feature_shape{width};
   if (!spec.feature_shape.empty()) {
+    if (inputs.size() > 1) {
+      return config_error(fmt::format("{}feature_shape applies to a model of one input; the columns of each of the "
+                                      "{} inputs give [features] (shape each model input so)",
+                                      ctx.prefix, inputs.size()));
+    }
     if (num_elements(spec.feature_shape) != width) {
       const std::string given =
           width == std::ssize(pre.columns)
               ? fmt::format("{} feature columns are selected from {}", width, path)
-              : fmt::format("the {} feature columns of {} give {} features (one-hot categories)", pre.columns.size(),
-                            path, width);
+              : fmt::format("the {} feature columns of {} give {} features (one-hot categories, text)",
+                            pre.columns.size(), path, width);
       return config_error(fmt::format("{}feature_shape {} has {} elements but {}", ctx.prefix,
                                       shape_str(spec.feature_shape), num_elements(spec.feature_shape), given));
     }
     feature_shape = spec.feature_shape;
   }
 
-  // The features, row by row: numbers (missing ones filled), categories one-hot.
-  std::vector<float> features(static_cast<size_t>(rows * width), 0.0f);
-  int64_t offset = 0;
+  // The features of each input, row by row: numbers (missing ones filled),
+  // categories one-hot or as ids, text as token ids.
+  std::vector<std::vector<float>> features(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) features[i].assign(static_cast<size_t>(rows * widths[i]), 0.0f);
+  std::vector<int64_t> offsets(inputs.size(), 0);
+  int64_t unknown_tokens = 0;
   for (size_t k = 0; k < raw.columns.size(); ++k) {
     const RawColumn& r = raw.columns[k];
     const TabularColumn& c = pre.columns[k];
-    if (c.category()) {
+    std::vector<float>& f = features[input_of[k]];
+    const int64_t w = widths[input_of[k]], offset = offsets[input_of[k]];
+    if (c.text()) {
+      const TextTokenizer& tokenizer = c.tokens->text_tokenizer();
+      for (int64_t i = 0; i < rows; ++i) {
+        const std::vector<int32_t> ids =
+            token_ids(*c.tokens, field_tokens(tokenizer, r.texts[static_cast<size_t>(i)]), c.max_length,
+                      &unknown_tokens);
+        for (int64_t t = 0; t < c.max_length; ++t) {
+          f[static_cast<size_t>(i * w + offset + t)] = static_cast<float>(ids[static_cast<size_t>(t)]);
+        }
+      }
+    } else if (c.category()) {
       std::vector<int32_t> ids(r.values.size());  // seen value -> vocabulary id
       for (size_t v = 0; v < r.values.size(); ++v) ids[v] = c.id(r.values[v]);
       for (int64_t i = 0; i < rows; ++i) {
         const int32_t seen = r.seen[static_cast<size_t>(i)];
         const int32_t id = seen < 0 ? c.fill_id : ids[static_cast<size_t>(seen)];
-        features[static_cast<size_t>(i * width + offset + id)] = 1.0f;
+        if (c.category_id()) {
+          f[static_cast<size_t>(i * w + offset)] = static_cast<float>(id);
+        } else {
+          f[static_cast<size_t>(i * w + offset + id)] = 1.0f;
+        }
       }
     } else {
       for (int64_t i = 0; i < rows; ++i) {
         const float v = r.numbers[static_cast<size_t>(i)];
-        features[static_cast<size_t>(i * width + offset)] = std::isnan(v) ? c.fill_number.value_or(0.0f) : v;
+        f[static_cast<size_t>(i * w + offset)] = std::isnan(v) ? c.fill_number.value_or(0.0f) : v;
       }
     }
-    offset += c.width();
+    offsets[input_of[k]] += c.width();
   }
 
   // The labels: numbers as written, or the ids of class names.
@@ -432,7 +550,8 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
   Shape fshape{rows};
   fshape.insert(fshape.end(), feature_shape.begin(), feature_shape.end());
   std::vector<Tensor> all_features;
-  all_features.push_back(Tensor::from(fshape, features));
+  all_features.push_back(Tensor::from(fshape, features[0]));
+  for (size_t i = 1; i < inputs.size(); ++i) all_features.push_back(Tensor::from(Shape{rows, widths[i]}, features[i]));
   std::vector<Tensor> all_labels;
   all_labels.push_back(Tensor::from(Shape{rows}, labels));
   // Data errors found later (a label out of the model's range) name the line.
@@ -447,9 +566,11 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
     }
     return i < lines->size() ? fmt::format("{}:{}", path, (*lines)[i]) : std::string();
   };
+  std::string summary = pre.worth_saving() ? pre.describe() : "";
+  if (unknown_tokens > 0) summary += fmt::format("; {} tokens read as <unk>", unknown_tokens);
   return make_tensor_source(std::move(all_features), std::move(all_labels), path, {0},
                             raw.weight_col ? Tensor::from(Shape{rows}, raw.weights) : Tensor(), pre.classes,
-                            pre.worth_saving() ? pre.describe() : "", std::move(locate));
+                            std::move(summary), std::move(locate));
 }
 
 }  // namespace dtrain

@@ -37,7 +37,7 @@ struct SourceFormat {
 // One row per format; the only place a format name is looked up.
 constexpr SourceFormat kSourceFormats[] = {
     {"idx", &load_idx_source, nullptr},
-    {"csv", &load_csv_source, nullptr, nullptr, nullptr, "a column"},
+    {"csv", &load_csv_source, nullptr, "columns with input: naming it", nullptr, "a column"},
     {"synthetic", &make_synthetic_source, &synthetic_shapes},
     {"synthetic_sequence", &make_sequence_task_source, &sequence_task_shapes},
     {"tfrecord", &load_tfrecord_source, nullptr, "features named like the inputs", nullptr, "a feature"},

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "engine/io/file_util.hpp"
@@ -44,25 +46,62 @@ void TabularColumn::index_categories() {
   for (size_t k = 0; k < categories.size(); ++k) ids_.emplace(categories[k], static_cast<int32_t>(k + 1));
 }
 
+int64_t TabularColumn::width() const {
+  if (text()) return max_length;
+  if (category() && !category_id()) return static_cast<int64_t>(categories.size()) + 1;
+  return 1;
+}
+
+int64_t TabularColumn::id_count() const {
+  if (text()) return tokens ? tokens->size() : 0;
+  return category_id() ? static_cast<int64_t>(categories.size()) + 1 : 0;
+}
+
 int64_t TabularPreprocessing::width() const {
   int64_t w = 0;
   for (const TabularColumn& c : columns) w += c.width();
   return w;
 }
 
+std::vector<std::string> TabularPreprocessing::inputs() const {
+  std::vector<std::string> out;
+  for (const TabularColumn& c : columns) {
+    if (std::find(out.begin(), out.end(), c.spec.input) == out.end()) out.push_back(c.spec.input);
+  }
+  if (out.empty()) out.emplace_back();
+  return out;
+}
+
+int64_t TabularPreprocessing::width(const std::string& input) const {
+  int64_t w = 0;
+  for (const TabularColumn& c : columns) w += c.spec.input == input ? c.width() : 0;
+  return w;
+}
+
+int64_t TabularPreprocessing::id_count(const std::string& input) const {
+  int64_t n = 0;
+  for (const TabularColumn& c : columns) n = c.spec.input == input ? std::max(n, c.id_count()) : n;
+  return n;
+}
+
 bool TabularPreprocessing::worth_saving() const {
   if (!classes.empty()) return true;
-  return std::any_of(columns.begin(), columns.end(),
-                     [](const TabularColumn& c) { return c.category() || !c.spec.fill.empty(); });
+  return std::any_of(columns.begin(), columns.end(), [](const TabularColumn& c) {
+    return c.category() || c.text() || !c.spec.fill.empty() || !c.spec.input.empty();
+  });
 }
 
 std::string TabularPreprocessing::describe() const {
   std::vector<std::string> parts;
   for (const TabularColumn& c : columns) {
-    if (c.category()) {
+    if (c.text()) {
+      parts.push_back(fmt::format("{} text ({} tokens, {} ids: <pad>, <unk> + {})", c.spec.name,
+                                  tokenizer_name(c.tokens->tokenizer()), c.max_length, c.tokens->size() - 2));
+    } else if (c.category()) {
       std::string fill;
       if (c.fill_id > 0) fill = fmt::format(", missing: \"{}\"", c.categories[static_cast<size_t>(c.fill_id - 1)]);
-      parts.push_back(fmt::format("{} category ({} values + unknown{})", c.spec.name, c.categories.size(), fill));
+      parts.push_back(fmt::format("{} category{} ({} values + unknown{})", c.spec.name, c.category_id() ? " id" : "",
+                                  c.categories.size(), fill));
     } else if (c.fill_number) {
       const bool fitted = c.spec.fill == "mean" || c.spec.fill == "median";
       parts.push_back(fitted ? fmt::format("{} number (fill {} {:.6g})", c.spec.name, c.spec.fill, *c.fill_number)
@@ -87,6 +126,8 @@ std::string tabular_difference(const TabularPreprocessing& p, const std::vector<
     std::string s = c.name + " (" + c.type;
     if (!c.fill.empty()) s += ", fill " + c.fill;
     if (c.max_categories) s += fmt::format(", max_categories {}", *c.max_categories);
+    if (c.encoding != "one_hot") s += ", encoding " + c.encoding;
+    if (!c.input.empty()) s += ", input " + c.input;
     return s + ")";
   };
   if (p.label_column != label_column) {
@@ -102,6 +143,22 @@ std::string tabular_difference(const TabularPreprocessing& p, const std::vector<
   for (size_t i = 0; i < columns.size(); ++i) {
     if (!(columns[i] == p.columns[i].spec)) {
       return fmt::format("column {}: {} has {}, the job {}", i, saved_name, show(p.columns[i].spec), show(columns[i]));
+    }
+  }
+  return "";
+}
+
+std::string tabular_text_difference(const TabularPreprocessing& p, const DataSourceSpec& spec,
+                                    const std::string& saved_name) {
+  for (const TabularColumn& c : p.columns) {
+    if (!c.text()) continue;
+    if (tokenizer_name(c.tokens->tokenizer()) != spec.tokenizer) {
+      return fmt::format("text column {}: {} has tokenizer {}, the job {}", c.spec.name, saved_name,
+                         tokenizer_name(c.tokens->tokenizer()), spec.tokenizer);
+    }
+    if (c.max_length != spec.max_length) {
+      return fmt::format("text column {}: {} has max_length {}, the job {}", c.spec.name, saved_name, c.max_length,
+                         spec.max_length);
     }
   }
   return "";
@@ -162,6 +219,21 @@ void fit_category_column(TabularColumn& c, const std::vector<std::pair<std::stri
   }
 }
 
+void fit_text_column(TabularColumn& c, const std::vector<std::vector<std::string>>& tokens, const DataSourceSpec& spec,
+                     const TextTokenizer& tokenizer) {
+  c.max_length = spec.max_length;
+  if (tokenizer.kind == Tokenizer::kSentencePiece) {
+    c.tokens = std::make_shared<const TokenVocabulary>(tokenizer.sentencepiece);
+    return;
+  }
+  std::map<std::string, int64_t> counts;
+  for (const auto& row : tokens) {
+    for (const std::string& t : row) ++counts[t];
+  }
+  c.tokens = std::make_shared<const TokenVocabulary>(
+      TokenVocabulary::from_counts(tokenizer.kind, counts, spec.max_tokens.value_or(0), spec.min_count));
+}
+
 std::string tabular_json(const TabularPreprocessing& p) {
   nlohmann::ordered_json j;
   j["dtrain_preprocessing"] = kFormatVersion;
@@ -174,7 +246,12 @@ std::string tabular_json(const TabularPreprocessing& p) {
     cj["type"] = c.spec.type;
     if (!c.spec.fill.empty()) cj["fill"] = c.spec.fill;
     if (c.spec.max_categories) cj["max_categories"] = *c.spec.max_categories;
-    if (c.category()) {
+    if (c.spec.encoding != "one_hot") cj["encoding"] = c.spec.encoding;
+    if (!c.spec.input.empty()) cj["input"] = c.spec.input;
+    if (c.text()) {
+      cj["max_length"] = c.max_length;
+      cj["vocabulary"] = nlohmann::ordered_json::parse(token_vocabulary_json(*c.tokens));
+    } else if (c.category()) {
       cj["categories"] = c.categories;
       cj["fill_id"] = c.fill_id;
     } else if (c.fill_number) {
@@ -187,7 +264,8 @@ std::string tabular_json(const TabularPreprocessing& p) {
   return j.dump(1) + "\n";
 }
 
-Result<TabularPreprocessing> parse_tabular_json(const std::string& text, const std::string& where) {
+Result<TabularPreprocessing> parse_tabular_json(const std::string& text, const std::string& where,
+                                                SentencePieceModelPtr model) {
   auto bad = [&](const std::string& what) {
     return data_error(fmt::format("{}: not a dtrain preprocessing file: {}", where, what));
   };
@@ -210,10 +288,20 @@ Result<TabularPreprocessing> parse_tabular_json(const std::string& text, const s
       TabularColumn c;
       c.spec.name = cj.at("name").get<std::string>();
       c.spec.type = cj.at("type").get<std::string>();
-      if (c.spec.type != "number" && c.spec.type != "category") return bad("a column's type is " + cj["type"].dump());
+      if (c.spec.type != "number" && c.spec.type != "category" && c.spec.type != "text") {
+        return bad("a column's type is " + cj["type"].dump());
+      }
       c.spec.fill = cj.value("fill", "");
       if (cj.contains("max_categories")) c.spec.max_categories = cj["max_categories"].get<int64_t>();
-      if (c.category()) {
+      c.spec.encoding = cj.value("encoding", "one_hot");
+      c.spec.input = cj.value("input", "");
+      if (c.text()) {
+        c.max_length = cj.at("max_length").get<int64_t>();
+        if (c.max_length < 1) return bad(fmt::format("column {}: max_length {} is not at least 1", c.spec.name, c.max_length));
+        auto v = parse_token_vocabulary_json(cj.at("vocabulary").dump(), where + ": column " + c.spec.name, model);
+        if (!v) return v.error();
+        c.tokens = std::make_shared<const TokenVocabulary>(std::move(*v));
+      } else if (c.category()) {
         c.categories = cj.at("categories").get<std::vector<std::string>>();
         c.fill_id = cj.value("fill_id", 0);
         if (c.fill_id < 0 || c.fill_id > static_cast<int32_t>(c.categories.size())) {
@@ -235,6 +323,13 @@ Result<TabularPreprocessing> parse_tabular_json(const std::string& text, const s
 }
 
 Status write_tabular_file(const std::string& path, const TabularPreprocessing& p) {
+  for (const TabularColumn& c : p.columns) {
+    if (c.text() && c.tokens->tokenizer() == Tokenizer::kSentencePiece) {
+      const std::string model = (std::filesystem::path(path).parent_path() / kSentencePieceModelFile).string();
+      if (Status s = io::write_file_atomic(model, {c.tokens->text_tokenizer().sentencepiece->bytes()}); !s) return s;
+      break;  // one model for every text column (data.*.sentencepiece_model)
+    }
+  }
   const std::string text = tabular_json(p);
   return io::write_file_atomic(path, {text});
 }
@@ -242,7 +337,13 @@ Status write_tabular_file(const std::string& path, const TabularPreprocessing& p
 Result<TabularPreprocessing> read_tabular_file(const std::string& path) {
   auto text = io::read_whole_file(path, ErrorKind::kData);
   if (!text) return text.error();
-  return parse_tabular_json(*text, path);
+  SentencePieceModelPtr model;
+  if (text->find("\"sentencepiece_model\"") != std::string::npos) {
+    auto loaded = SentencePieceModel::load((std::filesystem::path(path).parent_path() / kSentencePieceModelFile).string());
+    if (!loaded) return loaded.error();
+    model = *loaded;
+  }
+  return parse_tabular_json(*text, path, std::move(model));
 }
 
 }  // namespace dtrain

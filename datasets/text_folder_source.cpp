@@ -29,9 +29,7 @@ Status check_spec(const DataSourceSpec& spec, const std::string& prefix) {
                                     "truncated) of at least 1, got {}",
                                     prefix, spec.max_length));
   }
-  if (!parse_tokenizer(spec.tokenizer)) {
-    return config_error(prefix + "tokenizer \"" + spec.tokenizer + "\" is not one of word, char");
-  }
+  if (Status s = check_tokenizer_keys(spec, prefix); !s) return s;
   if (spec.max_tokens && *spec.max_tokens < 3) {
     return config_error(fmt::format("{}max_tokens must be at least 3 (<pad>, <unk> and one token), got {}", prefix,
                                     *spec.max_tokens));
@@ -49,10 +47,9 @@ Status check_spec(const DataSourceSpec& spec, const std::string& prefix) {
   return Status::Ok();
 }
 
-// The split's files of each class (datasets/class_folders.hpp), at least one in all.
+// The split's files of each class, at least one in all.
 Result<ClassFolderFiles> list_files(const DataSourceSpec& spec, const SourceContext& ctx, const std::string& split) {
-  auto out = list_class_folders(spec, ctx, split,
-                                ClassFolderKind{&is_text_file_name, ".txt files", "neg/*.txt and {dir}/pos/*.txt"});
+  auto out = list_text_folder_files(spec, ctx, split);
   if (!out) return out.error();
   size_t total = 0;
   for (const auto& f : out->files) total += f.size();
@@ -105,13 +102,56 @@ class TextFolderSource final : public ExampleSource {
 
 }  // namespace
 
+Status check_tokenizer_keys(const DataSourceSpec& spec, const std::string& prefix) {
+  const auto tokenizer = parse_tokenizer(spec.tokenizer);
+  if (!tokenizer) {
+    return config_error(prefix + "tokenizer \"" + spec.tokenizer + "\" is not one of word, char, sentencepiece");
+  }
+  if (*tokenizer == Tokenizer::kSentencePiece) {
+    if (spec.sentencepiece_model.empty()) {
+      return config_error(prefix + "tokenizer sentencepiece needs sentencepiece_model (a .model file; train one with "
+                                   "`dtrain data sentencepiece --dir DIR --vocab-size N --out m.model`)");
+    }
+    if (spec.max_tokens || spec.min_count != 1) {
+      return config_error(prefix + "max_tokens and min_count do not apply to tokenizer sentencepiece: the model's "
+                                   "pieces are the vocabulary (set its size with dtrain data sentencepiece "
+                                   "--vocab-size); remove them");
+    }
+  } else if (!spec.sentencepiece_model.empty()) {
+    return config_error(fmt::format("{}sentencepiece_model applies to tokenizer sentencepiece, not {}; remove it or "
+                                    "set tokenizer: sentencepiece",
+                                    prefix, spec.tokenizer));
+  }
+  return Status::Ok();
+}
+
+Result<TextTokenizer> load_text_tokenizer(const DataSourceSpec& spec, const SourceContext& ctx) {
+  if (Status s = check_tokenizer_keys(spec, ctx.prefix); !s) return s.error();
+  TextTokenizer t{*parse_tokenizer(spec.tokenizer)};
+  if (t.kind != Tokenizer::kSentencePiece) return t;
+  auto model = SentencePieceModel::load(resolve_source_path(spec.sentencepiece_model, ctx.base_dir));
+  if (!model) return Error{model.error().kind, ctx.prefix + "sentencepiece_model: " + model.error().message};
+  if ((*model)->size() + 2 > kMaxTokenVocabulary) {
+    return data_error(fmt::format("{}sentencepiece_model {}: {} pieces, more than token ids hold ({})", ctx.prefix,
+                                  spec.sentencepiece_model, (*model)->size(), kMaxTokenVocabulary));
+  }
+  t.sentencepiece = *model;
+  return t;
+}
+
+Result<ClassFolderFiles> list_text_folder_files(const DataSourceSpec& spec, const SourceContext& ctx,
+                                                const std::string& split) {
+  return list_class_folders(spec, ctx, split,
+                            ClassFolderKind{&is_text_file_name, ".txt files", "neg/*.txt and {dir}/pos/*.txt"});
+}
+
 bool is_text_file_name(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext == ".txt";
 }
 
-Result<std::vector<std::string>> read_text_file_tokens(const std::string& path, Tokenizer tokenizer) {
+Result<std::vector<std::string>> read_text_file_tokens(const std::string& path, const TextTokenizer& tokenizer) {
   auto bytes = io::read_whole_file(path, ErrorKind::kData);
   if (!bytes) return bytes.error();
   std::vector<uint32_t> text;
@@ -120,19 +160,28 @@ Result<std::vector<std::string>> read_text_file_tokens(const std::string& path, 
     return data_error(fmt::format("{}: invalid UTF-8 at byte offset {}: {}; text_folder reads UTF-8 text files", path,
                                   problem.offset, problem.reason));
   }
-  if (!text.empty() && text[0] == 0xfeff) text.erase(text.begin());
-  return tokenize(tokenizer, text);
+  std::string_view utf8(*bytes);
+  if (!text.empty() && text[0] == 0xfeff) {
+    text.erase(text.begin());
+    utf8.remove_prefix(3);
+  }
+  return tokenizer.tokens(utf8, text);
 }
 
 Result<TokenVocabularyPtr> build_text_folder_vocabulary(const DataSourceSpec& spec, const SourceContext& ctx) {
   if (Status s = check_spec(spec, ctx.prefix); !s) return s.error();
-  const Tokenizer tokenizer = *parse_tokenizer(spec.tokenizer);
+  auto loaded = load_text_tokenizer(spec, ctx);
+  if (!loaded) return loaded.error();
+  const Tokenizer tokenizer = loaded->kind;
+  if (tokenizer == Tokenizer::kSentencePiece) {
+    return TokenVocabularyPtr(std::make_shared<const TokenVocabulary>(loaded->sentencepiece));
+  }
   auto listed = list_files(spec, ctx, "train");
   if (!listed) return listed.error();
   std::map<std::string, int64_t> counts;
   for (const auto& files : listed->files) {
     for (const std::string& path : files) {
-      auto tokens = read_text_file_tokens(path, tokenizer);
+      auto tokens = read_text_file_tokens(path, TextTokenizer{tokenizer});
       if (!tokens) return tokens.error();
       for (const std::string& t : *tokens) ++counts[t];
     }
@@ -159,9 +208,8 @@ std::optional<ExampleShapes> text_folder_shapes(const DataSourceSpec& spec) {
 
 Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const SourceContext& ctx) {
   if (Status s = check_spec(spec, ctx.prefix); !s) return s.error();
-  const Tokenizer tokenizer = *parse_tokenizer(spec.tokenizer);
   TokenVocabularyPtr vocabulary = ctx.tokens;
-  if (vocabulary && vocabulary->tokenizer() != tokenizer) {
+  if (vocabulary && vocabulary->tokenizer() != *parse_tokenizer(spec.tokenizer)) {
     return config_error(fmt::format("{}tokenizer {} does not match the vocabulary of the model, built with tokenizer {}",
                                     ctx.prefix, spec.tokenizer, tokenizer_name(vocabulary->tokenizer())));
   }
@@ -170,6 +218,7 @@ Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const Sour
     if (!built) return built.error();
     vocabulary = *built;
   }
+  const TextTokenizer& tokenizer = vocabulary->text_tokenizer();
   auto listed = list_files(spec, ctx, spec.split);
   if (!listed) return listed.error();
   const int64_t length = spec.max_length;
@@ -198,7 +247,7 @@ Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const Sour
       "text_folder {}: {} files{} in {} classes: {}; {} {} tokens, {:.1f} per file, padded or truncated to {} ({} "
       "truncated); vocabulary {} ids (<pad>, <unk> + {} {} tokens)",
       listed->dir, n, spec.holdout > 0 ? fmt::format(" ({} split)", spec.split) : "", listed->classes.size(), counts,
-      tokens_total, tokenizer_name(tokenizer), static_cast<double>(tokens_total) / static_cast<double>(n), length,
+      tokens_total, tokenizer_name(tokenizer.kind), static_cast<double>(tokens_total) / static_cast<double>(n), length,
       truncated, vocabulary->size(), vocabulary->tokens().size(), tokenizer_name(vocabulary->tokenizer()));
   if (unknown > 0) summary += fmt::format(", {} tokens read as <unk>", unknown);
   return SourcePtr(std::make_shared<TextFolderSource>(std::move(ids), std::move(labels), length, listed->dir,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/class_folders.hpp"
 #include "datasets/source.hpp"
 #include "datasets/tokenizer.hpp"
 
@@ -20,9 +21,23 @@ namespace dtrain {
 // Whether `path` names a file text_folder reads (.txt, any case).
 bool is_text_file_name(const std::string& path);
 
+// A kConfig error (starting `prefix`) when spec's tokenizer keys do not fit
+// together: an unknown tokenizer, sentencepiece without sentencepiece_model
+// or with max_tokens/min_count, sentencepiece_model with another tokenizer.
+Status check_tokenizer_keys(const DataSourceSpec& spec, const std::string& prefix);
+// spec's tokenizer, checked, with its sentencepiece model loaded (resolved
+// against ctx.base_dir; kData errors name it).
+Result<TextTokenizer> load_text_tokenizer(const DataSourceSpec& spec, const SourceContext& ctx);
+
+// The .txt files of `split` ("train" or "holdout") of spec.dir's class
+// folders (datasets/class_folders.hpp), spec's holdout and classes applied;
+// its other keys are not checked.
+Result<ClassFolderFiles> list_text_folder_files(const DataSourceSpec& spec, const SourceContext& ctx,
+                                                const std::string& split);
+
 // The tokens of one UTF-8 text file (a leading BOM dropped). kData error
 // "<path>: invalid UTF-8 at byte offset <n>: <why>" for text that is not UTF-8.
-Result<std::vector<std::string>> read_text_file_tokens(const std::string& path, Tokenizer tokenizer);
+Result<std::vector<std::string>> read_text_file_tokens(const std::string& path, const TextTokenizer& tokenizer);
 
 // The vocabulary of the training split of `spec` (a text_folder source),
 // whatever its own split: tokenizer, max_tokens and min_count as given.

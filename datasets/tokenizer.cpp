@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "datasets/utf8.hpp"
 #include "engine/io/file_util.hpp"
 
 namespace dtrain {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -25,10 +28,18 @@ bool is_apostrophe(uint32_t cp) { return cp == '\'' || cp == 0x2019; }
 std::optional<Tokenizer> parse_tokenizer(std::string_view name) {
   if (name == "char") return Tokenizer::kChar;
   if (name == "word") return Tokenizer::kWord;
+  if (name == "sentencepiece") return Tokenizer::kSentencePiece;
   return std::nullopt;
 }
 
-const char* tokenizer_name(Tokenizer t) { return t == Tokenizer::kChar ? "char" : "word"; }
+const char* tokenizer_name(Tokenizer t) {
+  switch (t) {
+    case Tokenizer::kChar: return "char";
+    case Tokenizer::kWord: return "word";
+    case Tokenizer::kSentencePiece: return "sentencepiece";
+  }
+  return "word";
+}
 
 uint32_t lower_code_point(uint32_t cp) {
   if (cp >= 'A' && cp <= 'Z') return cp + 32;
@@ -82,8 +93,18 @@ std::vector<std::string> tokenize(Tokenizer t, const std::vector<uint32_t>& text
   return out;
 }
 
+std::vector<std::string> TextTokenizer::tokens(std::string_view text, const std::vector<uint32_t>& code_points) const {
+  if (kind == Tokenizer::kSentencePiece) return sentencepiece->encode(text);
+  return tokenize(kind, code_points);
+}
+
 TokenVocabulary::TokenVocabulary(Tokenizer tokenizer, std::vector<std::string> tokens)
-    : tokenizer_(tokenizer), tokens_(std::move(tokens)) {
+    : tokenizer_{tokenizer, nullptr}, tokens_(std::move(tokens)) {
+  for (size_t i = 0; i < tokens_.size(); ++i) ids_.emplace(tokens_[i], static_cast<int32_t>(i + 2));
+}
+
+TokenVocabulary::TokenVocabulary(SentencePieceModelPtr model)
+    : tokenizer_{Tokenizer::kSentencePiece, model}, tokens_(model->pieces()) {
   for (size_t i = 0; i < tokens_.size(); ++i) ids_.emplace(tokens_[i], static_cast<int32_t>(i + 2));
 }
 
@@ -111,14 +132,16 @@ int32_t TokenVocabulary::id(const std::string& token) const {
 std::string token_vocabulary_json(const TokenVocabulary& v) {
   nlohmann::ordered_json tokens = nlohmann::ordered_json::array({kPadToken, kUnkToken});
   for (const std::string& t : v.tokens()) tokens.push_back(t);
-  const nlohmann::ordered_json j = {{"dtrain_token_vocabulary", kFormatVersion},
-                                    {"tokenizer", tokenizer_name(v.tokenizer())},
-                                    {"size", v.size()},
-                                    {"tokens", tokens}};
+  nlohmann::ordered_json j = {{"dtrain_token_vocabulary", kFormatVersion},
+                              {"tokenizer", tokenizer_name(v.tokenizer())}};
+  if (v.tokenizer() == Tokenizer::kSentencePiece) j["sentencepiece_model"] = kSentencePieceModelFile;
+  j["size"] = v.size();
+  j["tokens"] = tokens;
   return j.dump(1) + "\n";
 }
 
-Result<TokenVocabulary> parse_token_vocabulary_json(const std::string& text, const std::string& where) {
+Result<TokenVocabulary> parse_token_vocabulary_json(const std::string& text, const std::string& where,
+                                                    SentencePieceModelPtr model) {
   auto bad = [&](const std::string& what) {
     return data_error(fmt::format("{}: not a dtrain token vocabulary file: {}", where, what));
   };
@@ -135,7 +158,7 @@ Result<TokenVocabulary> parse_token_vocabulary_json(const std::string& text, con
   const auto tokenizer = j.contains("tokenizer") && j["tokenizer"].is_string()
                              ? parse_tokenizer(j["tokenizer"].get<std::string>())
                              : std::nullopt;
-  if (!tokenizer) return bad("\"tokenizer\" is not \"char\" or \"word\"");
+  if (!tokenizer) return bad("\"tokenizer\" is not \"char\", \"word\" or \"sentencepiece\"");
   if (!j.contains("tokens") || !j["tokens"].is_array()) return bad("no \"tokens\" list");
   const nlohmann::json& list = j["tokens"];
   if (list.size() < 2 || list[0] != kPadToken || list[1] != kUnkToken) {
@@ -151,7 +174,15 @@ Result<TokenVocabulary> parse_token_vocabulary_json(const std::string& text, con
   std::vector<std::string> sorted = tokens;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return bad("a token is listed twice");
-  TokenVocabulary v(*tokenizer, std::move(tokens));
+  if (*tokenizer == Tokenizer::kSentencePiece) {
+    if (model == nullptr) return bad("a sentencepiece vocabulary without its model");
+    if (model->pieces() != tokens) {
+      return bad(fmt::format("its tokens are not the pieces of its SentencePiece model ({} tokens, {} pieces)",
+                             tokens.size(), model->pieces().size()));
+    }
+  }
+  TokenVocabulary v = *tokenizer == Tokenizer::kSentencePiece ? TokenVocabulary(std::move(model))
+                                                                : TokenVocabulary(*tokenizer, std::move(tokens));
   if (j.contains("size") && j["size"] != v.size()) {
     return bad(fmt::format("\"size\" is {} but \"tokens\" has {}", j["size"].dump(), v.size()));
   }
@@ -159,13 +190,27 @@ Result<TokenVocabulary> parse_token_vocabulary_json(const std::string& text, con
 }
 
 Status write_token_vocabulary_file(const std::string& path, const TokenVocabulary& v) {
+  if (v.tokenizer() == Tokenizer::kSentencePiece) {
+    const std::string model = (fs::path(path).parent_path() / kSentencePieceModelFile).string();
+    if (Status s = io::write_file_atomic(model, {v.text_tokenizer().sentencepiece->bytes()}); !s) return s;
+  }
   return io::write_file_atomic(path, {token_vocabulary_json(v)});
 }
 
 Result<TokenVocabulary> read_token_vocabulary_file(const std::string& path) {
   auto text = io::read_whole_file(path, ErrorKind::kData);
   if (!text) return text.error();
-  return parse_token_vocabulary_json(*text, path);
+  SentencePieceModelPtr model;
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("tokenizer") && j["tokenizer"] == "sentencepiece") {
+    const std::string name = j.contains("sentencepiece_model") && j["sentencepiece_model"].is_string()
+                                 ? j["sentencepiece_model"].get<std::string>()
+                                 : std::string(kSentencePieceModelFile);
+    auto loaded = SentencePieceModel::load((fs::path(path).parent_path() / name).string());
+    if (!loaded) return loaded.error();
+    model = *loaded;
+  }
+  return parse_token_vocabulary_json(*text, path, std::move(model));
 }
 
 std::vector<int32_t> token_ids(const TokenVocabulary& v, const std::vector<std::string>& tokens, int64_t length,

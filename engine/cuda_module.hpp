@@ -16,6 +16,7 @@
 #include "engine/kernels/conv.hpp"
 #include "engine/kernels/matmul.hpp"
 #include "engine/kernels/pool.hpp"
+#include "engine/module_path.hpp"
 
 // ---- Discovery's report (plain C layout) ----
 extern "C" {
@@ -207,16 +208,13 @@ struct CudaModule {
 Result<const CudaModule*> load_cuda_module();
 
 // A place to look for the module, and why it is looked for there.
-struct CudaModuleCandidate {
-  std::string path;
-  std::string origin;  // "DTRAIN_CUDA_MODULE", "beside the executable", ...
-};
+using CudaModuleCandidate = ModuleCandidate;
 
-// Where load_cuda_module looks, in order: only `env_value` when it is set and
-// non-empty (DTRAIN_CUDA_MODULE: the user's choice, never second-guessed); else
-// <dir of exe>/../lib/ (an installed bin/ + lib/ bundle), <dir of exe>/, then
-// `build_path` (the module in the build tree). Empty `exe_path` or
-// `build_path` leave their entries out. Pure: touches no file.
+// Where load_cuda_module looks (engine/module_path.hpp's module_candidates of
+// libdtrain_cuda.so, `env_value` being DTRAIN_CUDA_MODULE's): only
+// `env_value` when it is set and non-empty; else <dir of exe>/../lib/ (an
+// installed bin/ + lib/ bundle), <dir of exe>/, then `build_path` (the module
+// in the build tree). Pure: touches no file.
 std::vector<CudaModuleCandidate> cuda_module_candidates(const char* env_value, std::string_view exe_path,
                                                         std::string_view build_path);
 

@@ -93,15 +93,22 @@ Result<TokenVocabularyPtr> load_text_folder_vocabulary(const JobSpec& job, bool*
 // embedding of `input_dim: auto` in job.model.layers gets the size of the
 // job's vocabulary (text_folder: load_text_folder_vocabulary(), into *tokens
 // and *tokens_built when not null; text: model_dir/vocab.json when a
-// checkpoint exists or data.train is not text, else data.train's files), and
+// checkpoint exists or data.train is not text, else data.train's files; csv:
+// the largest id count of the columns of the model input the embedding reads,
+// text vocabularies and category ids, from load_csv_preprocessing()), and
 // every dense of `units: auto` the number of classes (text: that vocabulary
-// size; text_folder: its class folders). Returns the lines saying what was
+// size; text_folder: its class folders; csv: the label's class names).
+// Returns the lines saying what was
 // chosen ("" when nothing was auto; what finds no text data stays auto, and
 // make_embedding / make_dense say what is missing).
 Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyPtr* tokens = nullptr,
                                                   bool* tokens_built = nullptr);
 // model_dir/preprocessing.json: what csv columns learnt from data.train.
 std::string preprocessing_path(const JobSpec& job);
+// What csv columns learnt: the preprocessing saved in model_dir when a
+// checkpoint exists beside it (*from = its path), else fitted on data.train
+// when it is csv (*from = "data.train's file"); null when neither.
+Result<TabularPtr> load_csv_preprocessing(const JobSpec& job, std::string* from);
 
 // The shapes of data.train and data.eval that the job alone gives (formats
 // synthetic, synthetic_sequence, text) against the model's input shape and
@@ -301,7 +308,8 @@ class Estimator {
   Result<Tensor> read_predict_texts(const std::vector<std::string>& files, std::vector<std::string>& class_names);
   // predict --input rows.csv: the file's rows read as data.train's columns
   // (a label column is optional); `class_names` gets data.train's.
-  Result<Tensor> read_predict_csv(const std::string& file, std::vector<std::string>& class_names);
+  // One tensor per model input (the columns of each, for several inputs).
+  Result<std::vector<Tensor>> read_predict_csv(const std::string& file, std::vector<std::string>& class_names);
 
   JobSpec job_;
   EstimatorOptions options_;

@@ -3,9 +3,11 @@
 // head predict applies, written by engine/export/.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "datasets/source.hpp"
+#include "datasets/text_folder_source.hpp"
 #include "engine/export/onnx_export.hpp"
 #include "engine/io/file_util.hpp"
 #include "engine/losses/loss_kind.hpp"
@@ -13,6 +15,8 @@
 #include "estimator/inference_view.hpp"
 
 namespace dtrain {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -26,6 +30,13 @@ Result<PredictionHead> prediction_head(const std::string& loss) {
     case LossKind::kMeanSquaredError: return PredictionHead::kIdentity;
   }
   return config_error(fmt::format("model.loss: \"{}\" has no prediction head for export", loss));
+}
+
+// The export's path without its .onnx: files beside it start with it.
+std::string export_stem(const std::string& onnx_path) {
+  std::string stem = onnx_path;
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".onnx") == 0) stem.resize(stem.size() - 5);
+  return stem;
 }
 
 }  // namespace
@@ -55,6 +66,21 @@ Result<std::string> Estimator::write_export_preprocessing(const std::string& onn
     j["classes"] = (*source)->class_names();
     j["image"] = {{"size", train->image_size}, {"color_mode", train->color_mode}};
     worth = true;
+  } else if (train && train->format == "text_folder") {
+    auto names = text_folder_class_names(*train, SourceContext{job_.base_dir, train->where + ": data.train: "});
+    if (!names) return names.error();
+    auto v = text_folder_vocabulary();
+    if (!v) return v.error();
+    j["classes"] = *names;
+    j["max_length"] = train->max_length;
+    j["token_vocabulary"] = nlohmann::ordered_json::parse(token_vocabulary_json(**v));
+    if ((*v)->tokenizer() == Tokenizer::kSentencePiece) {
+      // The model beside the JSON, named as the JSON names it.
+      const std::string model = export_stem(onnx_path) + "." + kSentencePieceModelFile;
+      if (Status s = io::write_file_atomic(model, {(*v)->text_tokenizer().sentencepiece->bytes()}); !s) return s.error();
+      j["token_vocabulary"]["sentencepiece_model"] = fs::path(model).filename().string();
+    }
+    worth = true;
   }
   if (vocabulary_ || (train && train->format == "text")) {
     if (!vocabulary_) {
@@ -65,9 +91,7 @@ Result<std::string> Estimator::write_export_preprocessing(const std::string& onn
     worth = true;
   }
   if (!worth && view.scale == 1.0 && view.mean.empty()) return std::string();
-  std::string path = onnx_path;
-  if (path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) path.resize(path.size() - 5);
-  path += ".preprocessing.json";
+  const std::string path = export_stem(onnx_path) + ".preprocessing.json";
   const std::string text = j.dump(1) + "\n";
   if (Status s = io::write_file_atomic(path, {text}); !s) return s.error();
   return path;
@@ -103,6 +127,12 @@ Status Estimator::export_model(const std::string& format, const std::string& out
   const std::string path = *found;
   auto ckpt = read_compatible_checkpoint(path);
   if (!ckpt) return ckpt.error();
+  // The output's folder is made as needed, as model_dir is.
+  if (const fs::path dir = fs::path(out_path).parent_path(); !dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return config_error(fmt::format("--out {}: cannot create its folder {}: {}", out_path, dir.string(), ec.message()));
+  }
   if (Status s = export_checkpoint(*ckpt, path, out_path); !s) return s;
   const InferenceView view = inference_view(job_);
   if (view.map_is_normalize_only()) {

@@ -167,7 +167,8 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   const std::string wanted = model.num_inputs() > 1 ? ".npz" : ".npy";
   std::error_code ec;
   std::vector<std::string> image_files, class_names;
-  const bool csv_rows = model.num_inputs() == 1 && (ends_with(input_path, ".csv") || ends_with(input_path, ".csv.gz"));
+  const bool csv_rows = (model.num_inputs() == 1 || (job_.data.train && job_.data.train->format == "csv")) &&
+                        (ends_with(input_path, ".csv") || ends_with(input_path, ".csv.gz"));
   const bool texts = job_.data.train && job_.data.train->format == "text_folder" &&
                      (std::filesystem::is_directory(input_path, ec) || is_text_file_name(input_path));
   if (texts || std::filesystem::is_directory(input_path, ec) || is_image_file_name(input_path)) {
@@ -197,7 +198,7 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   } else if (csv_rows) {
     auto x = read_predict_csv(input_path, class_names);
     if (!x) return x.error();
-    inputs.push_back(std::move(*x));
+    inputs = std::move(*x);
   } else if (model.num_inputs() == 1) {
     auto x = read_npy(input_path);
     if (!x) return x.error();

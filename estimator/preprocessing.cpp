@@ -29,13 +29,29 @@ std::string prefix(const DataSourceSpec& spec, const char* role) {
 // Whether the columns of `spec` learn anything themselves (a category, a fill).
 bool learns(const DataSourceSpec& spec) {
   return std::any_of(spec.columns.begin(), spec.columns.end(),
-                     [](const CsvColumnSpec& c) { return c.type == "category" || !c.fill.empty(); });
+                     [](const CsvColumnSpec& c) { return c.type != "number" || !c.fill.empty(); });
 }
 
 }  // namespace
 
 std::string preprocessing_path(const JobSpec& job) {
   return (fs::path(job.run.model_dir) / "preprocessing.json").string();
+}
+
+Result<TabularPtr> load_csv_preprocessing(const JobSpec& job, std::string* from) {
+  const std::string path = preprocessing_path(job);
+  std::error_code ec;
+  if (latest_checkpoint(job.run.model_dir) && fs::exists(path, ec)) {
+    auto saved = read_tabular_file(path);
+    if (!saved) return saved.error();
+    *from = path;
+    return TabularPtr(std::make_shared<const TabularPreprocessing>(std::move(*saved)));
+  }
+  if (!is_csv(job.data.train)) return TabularPtr();
+  auto fitted = fit_csv_source(*job.data.train, SourceContext{job.base_dir, prefix(*job.data.train, "train")});
+  if (!fitted) return fitted.error();
+  *from = "data.train's file";
+  return TabularPtr(std::make_shared<const TabularPreprocessing>(std::move(*fitted)));
 }
 
 Status Estimator::prepare_training_tabular(bool chief) {
@@ -48,7 +64,8 @@ Status Estimator::prepare_training_tabular(bool chief) {
   if (chief && latest_checkpoint(job_.run.model_dir) && fs::exists(path, ec)) {
     auto saved = read_tabular_file(path);
     if (!saved) return saved.error();
-    const std::string diff = tabular_difference(*saved, spec.columns, spec.label_column, spec.classes, path);
+    std::string diff = tabular_difference(*saved, spec.columns, spec.label_column, spec.classes, path);
+    if (diff.empty()) diff = tabular_text_difference(*saved, spec, path);
     if (!diff.empty()) {
       return config_error(fmt::format("{}the columns saved with the model do not match this job's ({}), so the "
                                       "features would change; train in a new run.model_dir (or --model-dir), or give "
@@ -105,7 +122,8 @@ Result<TabularPtr> Estimator::evaluation_tabular() {
   return tabular_;
 }
 
-Result<Tensor> Estimator::read_predict_csv(const std::string& file, std::vector<std::string>& class_names) {
+Result<std::vector<Tensor>> Estimator::read_predict_csv(const std::string& file,
+                                                        std::vector<std::string>& class_names) {
   const std::optional<DataSourceSpec>& train = job_.data.train;
   if (!is_csv(train)) {
     return config_error(fmt::format("--input {}: CSV rows are read as data.train reads its columns, but this job's "
@@ -126,12 +144,18 @@ Result<Tensor> Estimator::read_predict_csv(const std::string& file, std::vector<
   SourceContext ctx{job_.base_dir, "--input " + file + ": "};
   ctx.tabular = tabular;
   ctx.without_labels = true;
+  if (program_.model->num_inputs() > 1) {
+    for (const ModelInput& in : program_.model->inputs()) ctx.inputs.push_back(in.name);
+  }
   auto source = load_csv_source(spec, ctx);
   if (!source) return source.error();
   class_names = tabular->classes;
   std::vector<int64_t> all((*source)->size());
   std::iota(all.begin(), all.end(), int64_t{0});
-  return (*source)->gather(all, 1.0f).features;  // predict applies the evaluation's scale and map
+  Batch b = (*source)->gather(all, 1.0f);  // predict applies the evaluation's scale and map
+  std::vector<Tensor> inputs{std::move(b.features)};
+  for (Tensor& t : b.extra_features) inputs.push_back(std::move(t));
+  return inputs;
 }
 
 }  // namespace dtrain

@@ -13,6 +13,7 @@
 #include "datasets/text_folder_source.hpp"
 #include "datasets/text_source.hpp"
 #include "datasets/token_ids.hpp"
+#include "engine/io/file_util.hpp"
 #include "engine/layers/dense.hpp"
 #include "engine/layers/embedding.hpp"
 #include "engine/layers/registry.hpp"
@@ -26,9 +27,47 @@ namespace {
 
 bool is_text_folder(const std::optional<DataSourceSpec>& spec) { return spec && spec->format == "text_folder"; }
 bool is_text(const std::optional<DataSourceSpec>& spec) { return spec && spec->format == "text"; }
+bool is_csv(const std::optional<DataSourceSpec>& spec) { return spec && spec->format == "csv"; }
+
+// The model input an embedding reads directly: its one `inputs:` entry when
+// that names a model input, or the model's first input for the first layer
+// without inputs:; "" when it reads another layer. `*first`: whether it is
+// the model's first input.
+std::string input_read_by(const ModelSpec& model, const LayerSpec& l, bool* first) {
+  std::string name;
+  if (l.inputs.empty()) {
+    if (!model.layers.empty() && &model.layers.front() == &l) name = model.input_name;
+  } else if (l.inputs.size() == 1) {
+    name = l.inputs[0];
+  }
+  *first = !name.empty() && name == model.input_name;
+  if (*first) return name;
+  for (const ModelInputSpec& in : model.extra_inputs) {
+    if (in.name == name) return name;
+  }
+  return "";
+}
 
 std::string prefix(const DataSourceSpec& spec, const char* role) {
   return (spec.where.empty() ? "" : spec.where + ": ") + "data." + role + ": ";
+}
+
+// A kConfig error when data.train's sentencepiece_model exists and is not the
+// model saved with the checkpoint (`saved`, read from `path`): its pieces, and
+// so the token ids, could differ. A job whose file is gone uses the saved copy.
+Status check_same_sentencepiece_model(const JobSpec& job, const TokenVocabulary& saved, const std::string& path) {
+  if (saved.tokenizer() != Tokenizer::kSentencePiece || !is_text_folder(job.data.train)) return Status::Ok();
+  const std::string& file = job.data.train->sentencepiece_model;
+  std::error_code ec;
+  if (file.empty() || !fs::exists(file, ec)) return Status::Ok();
+  auto bytes = io::read_whole_file(file, ErrorKind::kData);
+  if (!bytes) return bytes.error();
+  if (*bytes == saved.text_tokenizer().sentencepiece->bytes()) return Status::Ok();
+  return config_error(fmt::format("{}sentencepiece_model {} is not the model saved with the checkpoint ({}), so token "
+                                  "ids would change; train in a new run.model_dir (or --model-dir), or point "
+                                  "sentencepiece_model at the saved copy",
+                                  prefix(*job.data.train, "train"), file,
+                                  (fs::path(path).parent_path() / kSentencePieceModelFile).string()));
 }
 
 }  // namespace
@@ -50,6 +89,7 @@ Result<TokenVocabularyPtr> load_text_folder_vocabulary(const JobSpec& job, bool*
                                       prefix(*job.data.train, "train"), job.data.train->tokenizer, path,
                                       tokenizer_name(saved->tokenizer()), tokenizer_name(saved->tokenizer())));
     }
+    if (Status s = check_same_sentencepiece_model(job, *saved, path); !s) return s.error();
     *built = false;
     return TokenVocabularyPtr(std::make_shared<const TokenVocabulary>(std::move(*saved)));
   }
@@ -96,6 +136,37 @@ Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyP
       if (!names) return names.error();
       classes = static_cast<int64_t>(names->size());
       classes_from = fmt::format("the class folders of data.{}", role);
+    }
+  } else if (is_csv(job.data.train) || is_csv(job.data.eval) || is_csv(job.data.predict)) {
+    std::string csv_from;
+    auto pre = load_csv_preprocessing(job, &csv_from);
+    if (!pre) return pre.error();
+    if (*pre) {
+      // Per embedding: the ids of the columns of the model input it reads.
+      std::vector<LayerSpec*> resolved;
+      std::string line;
+      for (LayerSpec* l : embeddings) {
+        bool first = false;
+        const std::string input = input_read_by(job.model, *l, &first);
+        if (input.empty()) continue;
+        const int64_t n = (*pre)->id_count(job.model.extra_inputs.empty() ? std::string() : input);
+        if (n == 0) continue;
+        layer_options<EmbeddingSpec>(*l).input_dim = n;
+        line += fmt::format("{}model: {} input_dim: auto = {} (the ids of the csv columns of {}, {})",
+                            line.empty() ? "" : "\n", l->name.empty() ? l->type : l->name, n,
+                            job.model.extra_inputs.empty() ? "the model's input" : "model input " + input, csv_from);
+      }
+      if (!(*pre)->classes.empty()) {
+        classes = static_cast<int64_t>((*pre)->classes.size());
+        classes_from = "the label's class names in " + csv_from;
+      }
+      embeddings.clear();  // resolved above, or left for make_embedding to report
+      for (LayerSpec* l : classes > 0 ? denses : std::vector<LayerSpec*>{}) {
+        layer_options<DenseSpec>(*l).units = classes;
+        line += fmt::format("{}model: {} units: auto = {} ({})", line.empty() ? "" : "\n",
+                            l->name.empty() ? l->type : l->name, classes, classes_from);
+      }
+      return line;
     }
   } else if (is_text(job.data.train) || is_text(job.data.eval)) {
     const std::string path = vocabulary_path(job);
@@ -190,7 +261,7 @@ Result<Tensor> Estimator::read_predict_texts(const std::vector<std::string>& fil
   if (auto names = text_folder_class_names(*train, SourceContext{job_.base_dir, prefix(*train, "train")})) {
     class_names = std::move(*names);
   }
-  const Tokenizer tokenizer = (*v)->tokenizer();
+  const TextTokenizer& tokenizer = (*v)->text_tokenizer();
   const auto n = static_cast<int64_t>(files.size());
   Tensor x = token_tensor({n, length});
   for (int64_t i = 0; i < n; ++i) {

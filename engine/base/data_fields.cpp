@@ -1,6 +1,8 @@
 // The field tables of the job's data sources (data.train, data.eval,
 // data.predict): each option of a source, its synthetic generators,
 // interleave and every map operation, written once (engine/base/fields.hpp).
+#include <algorithm>
+
 #include "engine/base/job_spec.hpp"
 
 namespace dtrain {
@@ -22,6 +24,17 @@ bool is_csv(const void* source) { return static_cast<const DataSourceSpec*>(sour
 bool is_text_folder(const void* source) { return static_cast<const DataSourceSpec*>(source)->format == "text_folder"; }
 bool is_a_folder(const void* source) { return is_image_folder(source) || is_text_folder(source); }
 bool is_folder_or_csv(const void* source) { return is_a_folder(source) || is_csv(source); }
+bool is_text_or_csv(const void* source) { return is_text_folder(source) || is_csv(source); }
+// text_folder, or csv with a text column: the keys of tokens.
+bool has_text(const void* source) {
+  const auto* s = static_cast<const DataSourceSpec*>(source);
+  return is_text_folder(source) ||
+         (is_csv(source) && std::any_of(s->columns.begin(), s->columns.end(),
+                                        [](const CsvColumnSpec& c) { return c.type == "text"; }));
+}
+bool uses_sentencepiece(const void* source) {
+  return is_text_or_csv(source) && static_cast<const DataSourceSpec*>(source)->tokenizer == "sentencepiece";
+}
 bool is_text_or_a_folder(const void* source) { return is_text(source) || is_a_folder(source); }
 
 // data.eval and data.predict: read once unless the job says repeat.
@@ -177,8 +190,12 @@ std::span<const Field> csv_column_fields() {
           "type",
           "number: the value as one feature. category: the value's id in the vocabulary of the column's values in "
           "data.train (most frequent first, ties by name; id 0 is the unknown category, for values not seen in "
-          "training), one-hot encoded: 1 + the number of values features.")
-          .shaped(R"({"enum": ["number", "category"]})"),
+          "training), one-hot encoded (1 + the number of values features) or the id itself (encoding: id). text: "
+          "the value's token ids, max_length features (padded with <pad> 0 or truncated), tokenized as "
+          "data.*.tokenizer says; the vocabulary is built from data.train's values of the column (as text_folder "
+          "builds it; with tokenizer sentencepiece, the model's pieces) and saved with the model; for an embedding "
+          "layer, on a model input of dtype int32.")
+          .shaped(R"({"enum": ["number", "category", "text"]})"),
       field<&CsvColumnSpec::fill>(
           "fill",
           "What a missing value (one of na_values) becomes. number: mean or median (of data.train's values in the "
@@ -191,6 +208,19 @@ std::span<const Field> csv_column_fields() {
           "category: keep only this many of the most frequent values; the others are the unknown category. Null: "
           "every value of data.train.")
           .min(1)
+          .hidden_at_default(),
+      field<&CsvColumnSpec::encoding>(
+          "encoding",
+          "category: one_hot (1 + the number of categories features, the one of the value's id 1) or id (one "
+          "feature, the id itself: 0 unknown, 1.. the categories; for an embedding layer, input_dim 1 + the number "
+          "of categories, on a model input of dtype int32).")
+          .shaped(R"({"enum": ["one_hot", "id"]})")
+          .hidden_at_default(),
+      field<&CsvColumnSpec::input>(
+          "input",
+          "The model input (a name in model.inputs) the column's features go to; the columns of one input are "
+          "concatenated in the order listed. Required when the model has several inputs; empty: the model's only "
+          "input.")
           .hidden_at_default(),
   };
   return kFields;
@@ -374,39 +404,51 @@ std::span<const Field> data_source_fields() {
           .shown_when(is_image_folder),
       field<&DataSourceSpec::tokenizer>(
           "tokenizer",
-          "text_folder: how a file's UTF-8 text becomes tokens. word: the text lower-cased (ASCII, Latin-1, Latin "
-          "Extended-A, Greek and Cyrillic capitals), then every maximal run of letters, digits and apostrophes (' or "
-          "U+2019) is a token, apostrophes at its ends removed; everything else (spaces, punctuation, symbols) "
-          "separates (\"Don't STOP -- it's 3pm!\" gives don't, stop, it's, 3pm). A letter is an ASCII letter or "
-          "any character above U+007F but Latin-1 punctuation and symbols (U+0080-U+00BF, U+00D7, U+00F7), general "
-          "punctuation (U+2000-U+206F) and CJK punctuation (U+3000-U+303F). char: every Unicode character is a "
-          "token, as written. The vocabulary: id 0 <pad>, id 1 <unk> (tokens not in it), then the tokens of "
-          "data.train's training split (its holdout left out) by count, most frequent first, ties by token; dtrain "
-          "train saves it as model_dir/token_vocab.json, and every later run of that model_dir with a checkpoint "
-          "(resume, evaluate, predict) uses the saved one.")
-          .shaped(R"({"enum": ["word", "char"]})")
-          .shown_when(is_text_folder),
+          "text_folder and csv text columns: how UTF-8 text becomes tokens. word: the text lower-cased (ASCII, "
+          "Latin-1, Latin Extended-A, Greek and Cyrillic capitals), then every maximal run of letters, digits and "
+          "apostrophes (' or U+2019) is a token, apostrophes at its ends removed; everything else (spaces, "
+          "punctuation, symbols) separates (\"Don't STOP -- it's 3pm!\" gives don't, stop, it's, 3pm). A letter is "
+          "an ASCII letter or any character above U+007F but Latin-1 punctuation and symbols (U+0080-U+00BF, "
+          "U+00D7, U+00F7), general punctuation (U+2000-U+206F) and CJK punctuation (U+3000-U+303F). char: every "
+          "Unicode character is a token, as written. sentencepiece: the subword pieces of the SentencePiece model "
+          "sentencepiece_model (its normalization and segmentation, e.g. \"▁hello\", \"▁wor\", \"ld\"). The "
+          "vocabulary: id 0 <pad>, id 1 <unk> (tokens not in it), then for word and char the tokens of data.train's "
+          "training split (its holdout left out) by count, most frequent first, ties by token, for sentencepiece "
+          "the model's pieces in its id order; dtrain train saves it with the model (text_folder: "
+          "model_dir/token_vocab.json and, for sentencepiece, a copy of the model as model_dir/sentencepiece.model; "
+          "csv: model_dir/preprocessing.json), and every later run of that model_dir with a checkpoint (resume, "
+          "evaluate, predict) uses the saved one.")
+          .shaped(R"({"enum": ["word", "char", "sentencepiece"]})")
+          .shown_when(has_text),
+      custom<&DataSourceSpec::sentencepiece_model>(
+          "sentencepiece_model",
+          "tokenizer sentencepiece: the SentencePiece model (.model file) whose pieces are the tokens; train one "
+          "from text files with `dtrain data sentencepiece --dir DIR --vocab-size N --out m.model` (or use one "
+          "trained by spm_train). Relative paths resolve against the job file's folder.",
+          "job_path")
+          .shaped(R"({"type": "string", "minLength": 1})")
+          .shown_when(uses_sentencepiece),
       field<&DataSourceSpec::max_length>(
           "max_length",
-          "text_folder: token ids per example: a file's first max_length tokens, padded with <pad> (id 0) after its "
-          "end. Features are [max_length] int32 ids (model.input: {shape: [max_length], dtype: int32}). Required for "
-          "text_folder.")
+          "text_folder and csv text columns: token ids per example (per text column): the text's first max_length "
+          "tokens, padded with <pad> (id 0) after its end. text_folder's features are [max_length] int32 ids "
+          "(model.input: {shape: [max_length], dtype: int32}). Required for text_folder and for a csv text column.")
           .min(1)
-          .shown_when(is_text_folder)
+          .shown_when(has_text)
           .documented_default("null"),
       field<&DataSourceSpec::max_tokens>(
           "max_tokens",
-          "text_folder: the most ids of the vocabulary, <pad> and <unk> included (as Keras' TextVectorization): the "
-          "max_tokens - 2 most frequent tokens are kept, the others read as <unk>; null means every token of "
-          "data.train's training split.")
+          "text_folder and csv text columns, tokenizer word or char: the most ids of the vocabulary, <pad> and "
+          "<unk> included (as Keras' TextVectorization): the max_tokens - 2 most frequent tokens are kept, the "
+          "others read as <unk>; null means every token of data.train's training split.")
           .min(3)
-          .shown_when(is_text_folder),
+          .shown_when(has_text),
       field<&DataSourceSpec::min_count>(
           "min_count",
-          "text_folder: a token seen fewer times than this in data.train's training split is not in the vocabulary "
-          "(it reads as <unk>).")
+          "text_folder and csv text columns, tokenizer word or char: a token seen fewer times than this in "
+          "data.train's training split is not in the vocabulary (it reads as <unk>).")
           .min(1)
-          .shown_when(is_text_folder),
+          .shown_when(has_text),
       field_struct<&DataSourceSpec::synthetic>(
           "synthetic", "synthetic: random examples with a fixed seed (for tests and benchmarks).", synthetic_fields),
       field_struct<&DataSourceSpec::synthetic_sequence>(

@@ -191,15 +191,18 @@ struct CsvColumnSpec {
   CsvColumnSpec(std::string column) : name(std::move(column)) {}  // NOLINT: a plain name reads as one
   CsvColumnSpec(const char* column) : name(column) {}               // NOLINT
   std::string name;              // header name, or 0-based index as a string
-  std::string type = "number";   // number | category
+  std::string type = "number";   // number | category | text
   // A missing value (one of data.*.na_values) becomes: number: mean | median |
   // a number; category: most_frequent | a value. "" (not given): a missing
   // number is an error; a missing category is the unknown category.
   std::string fill;
   std::optional<int64_t> max_categories;  // category: keep the most frequent; the rest are unknown
+  std::string encoding = "one_hot";  // category: one_hot (1 + categories features) | id (one feature, the id)
+  std::string input;             // model.inputs' name it feeds ("": the model's only input)
   std::string where;             // "job.yaml:12:9" of the entry
   bool operator==(const CsvColumnSpec& o) const {
-    return name == o.name && type == o.type && fill == o.fill && max_categories == o.max_categories;
+    return name == o.name && type == o.type && fill == o.fill && max_categories == o.max_categories &&
+           encoding == o.encoding && input == o.input;
   }
 };
 
@@ -244,10 +247,11 @@ struct DataSourceSpec {
   // csv: the names a label column of names holds, in id order; empty = sorted.
   std::vector<std::string> classes;
   std::vector<int64_t> image_size{256, 256};  // image_folder: [height, width]
-  std::string tokenizer = "word";      // text_folder: word | char
+  std::string tokenizer = "word";      // text_folder: word | char | sentencepiece
   int64_t max_length = 0;              // text_folder: token ids per example (0 = not given: an error)
   std::optional<int64_t> max_tokens;   // text_folder: the vocabulary's cap, <pad> and <unk> included; null = none
   int64_t min_count = 1;               // text_folder: a token's fewest occurrences to be in the vocabulary
+  std::string sentencepiece_model;     // text_folder, tokenizer sentencepiece: the .model file
   std::string color_mode = "rgb";      // image_folder: rgb | grayscale | rgba
   SyntheticSpec synthetic;
   SyntheticSequenceSpec synthetic_sequence;

@@ -298,6 +298,79 @@ TEST_CASE("csv typed columns: the saved form reads back the same") {
   CHECK(broken.error().message == "x.json: not a dtrain preprocessing file: no \"columns\" list");
 }
 
+TEST_CASE("csv text and category id columns: token ids padded, ids as numbers, each column to its input") {
+  TempDir tmp;
+  const std::string text =
+      "review,shop,price,label\n"
+      "\"Good, GOOD value\",north,3,a\n"
+      "bad,south,4,b\n"
+      "NA,north,5,a\n"
+      "good value,east,6,b\n";
+  data_testing::write_text(tmp.file("data.csv"), text);
+  DataSourceSpec spec = csv_spec("data.csv");
+  spec.label_column = "label";
+  spec.max_length = 3;
+  spec.na_values = {"NA"};
+  CsvColumnSpec review("review"), shop("shop"), price("price");
+  review.type = "text";
+  shop.type = "category";
+  shop.encoding = "id";
+  spec.columns = {review, shop, price};
+  auto fitted = fit_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE_MESSAGE(fitted.ok(), fitted.error().message);
+  const TabularPreprocessing& p = *fitted;
+  // good 2, value 2, bad 1: by count, ties by token.
+  CHECK(p.columns[0].tokens->tokens() == std::vector<std::string>{"good", "value", "bad"});
+  CHECK(p.columns[1].categories == std::vector<std::string>{"north", "east", "south"});
+  CHECK(p.width() == 3 + 1 + 1);
+  CHECK(p.id_count("") == 5);  // the text's 5 ids beat the shop's 4
+  CHECK(p.describe() ==
+        "3 columns -> 5 features: review text (word tokens, 3 ids: <pad>, <unk> + 3), shop category id (3 values + "
+        "unknown), price number; label \"label\": 2 classes (a, b)");
+  const Batch b = load(tmp, text, spec);
+  //  review ids (good 2, value 3, bad 4; <pad> 0)  shop id (north 1, east 2, south 3)  price
+  CHECK(b.features.to_vector() == std::vector<float>{2, 2, 3, 1, 3,  //
+                                                     4, 0, 0, 3, 4,  //
+                                                     0, 0, 0, 1, 5,  // NA: no tokens
+                                                     2, 3, 0, 2, 6});
+
+  // A model of two inputs: the review to "words", the shop and price to "meta".
+  spec.columns[0].input = "words";
+  spec.columns[1].input = "meta";
+  spec.columns[2].input = "meta";
+  SourceContext ctx{tmp.dir(), "p: "};
+  ctx.inputs = {"words", "meta"};
+  auto two = load_csv_source(spec, ctx);
+  REQUIRE_MESSAGE(two.ok(), two.error().message);
+  CHECK((*two)->feature_shape() == Shape{3});
+  CHECK((*two)->extra_feature_shapes() == std::vector<Shape>{Shape{2}});
+  const Batch t = (*two)->gather({1, 3}, 1.0f);
+  CHECK(t.features.to_vector() == std::vector<float>{4, 0, 0, 2, 3, 0});
+  CHECK(t.extra_features.at(0).to_vector() == std::vector<float>{3, 4, 2, 6});
+  ctx.inputs = {"words", "other"};
+  auto wrong = load_csv_source(spec, ctx);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error().message == "p: columns[1] (shop): input \"meta\" is not one of model.inputs; give each column "
+                                 "the model input it feeds: input: one of words, other");
+
+  // The saved form keeps the vocabulary, the encoding and the inputs.
+  auto fitted_two = fit_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE(fitted_two.ok());
+  REQUIRE(write_tabular_file(tmp.file("preprocessing.json"), *fitted_two).ok());
+  auto back = read_tabular_file(tmp.file("preprocessing.json"));
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(tabular_json(*back) == tabular_json(*fitted_two));
+  CHECK(back->columns[0].tokens->id("value") == 3);
+  CHECK(back->inputs() == std::vector<std::string>{"words", "meta"});
+  CHECK(back->width("meta") == 2);
+  CHECK(back->id_count("meta") == 4);
+  CHECK(tabular_difference(*back, spec.columns, "label", {}, "saved").empty());
+  CHECK(tabular_text_difference(*back, spec, "saved").empty());
+  DataSourceSpec longer = spec;
+  longer.max_length = 8;
+  CHECK(tabular_text_difference(*back, longer, "saved") == "text column review: saved has max_length 3, the job 8");
+}
+
 TEST_CASE("csv typed columns: errors name the place and say what to do") {
   TempDir tmp;
   const std::string p = tmp.file("data.csv");

@@ -209,7 +209,8 @@ TEST_CASE("npz: one array per model input, by name, on 1 and 3 gathering threads
   REQUIRE_FALSE(idx.ok());
   CHECK(idx.error().kind == ErrorKind::kConfig);
   CHECK(idx.error().message == "data: format idx gives each example one features tensor, but the model has 2 inputs "
-                               "(x, z); use format tfrecord (features named like the inputs) or npz (arrays named like "
+                               "(x, z); use format csv (columns with input: naming it) or tfrecord (features named like the "
+                               "inputs) or npz (arrays named like "
                                "the inputs)");
 }
 

@@ -180,7 +180,7 @@ TEST_CASE("text_folder errors name the file or the key") {
   bad.tokenizer = "bpe";
   auto tok = load_text_folder_source(bad, SourceContext{"", "data.train: "});
   REQUIRE_FALSE(tok.ok());
-  CHECK(tok.error().message == "data.train: tokenizer \"bpe\" is not one of word, char");
+  CHECK(tok.error().message == "data.train: tokenizer \"bpe\" is not one of word, char, sentencepiece");
 }
 
 }  // namespace

@@ -197,7 +197,7 @@ def test_errors_of_several_inputs(job, tmp_path):
     assert out.returncode == 2
     assert out.stderr.endswith(
         "data.train: format synthetic gives each example one features tensor, but the model has 2 inputs (ids, dense); "
-        "use format tfrecord (features named like the inputs) or npz (arrays named like the inputs)\n"), out.stderr
+        "use format csv (columns with input: naming it) or tfrecord (features named like the inputs) or npz (arrays named like the inputs)\n"), out.stderr
     # An npz without the array of an input: a data error naming the input.
     ids, dense, labels = examples(64, 3)
     np.savez(tmp_path / "train.npz", ids=ids, dens=dense, labels=labels)

@@ -174,3 +174,107 @@ def test_bad_text_and_a_missing_max_length_are_clear_errors(tmp_path):
     r = run_dtrain("validate", job)
     assert r.returncode == 2, r.stderr
     assert "max_length" in r.stderr, r.stderr
+
+
+def test_sentencepiece_tokens_from_a_model_trained_by_dtrain_data_sentencepiece(tmp_path):
+    d, m = tmp_path / "texts", tmp_path / "m"
+    make_folder(d)
+    sp = tmp_path / "sp" / "text.model"
+    sp.parent.mkdir()
+    # The model is trained on the training split only (holdout as the job's).
+    r = run_dtrain("data", "sentencepiece", "--dir", d, "--holdout", "0.25", "--vocab-size", "300", "--out", sp)
+    assert r.returncode == 0, r.stderr
+    assert f"lines of 135 .txt files of {d} (3 classes, holdout 0.25 left out)" in r.stdout, r.stdout
+    assert f"wrote {sp}" in r.stdout and "tokenizer: sentencepiece" in r.stdout
+    pieces = int(re.search(r"SentencePiece model of (\d+) pieces", r.stdout).group(1))
+    assert 50 < pieces <= 300, r.stdout
+
+    job = job_file(tmp_path, d, m, tok="sentencepiece", length=96, extra=f", sentencepiece_model: {sp}")
+    r = run_dtrain("train", job, "--log-format", "plain")
+    assert r.returncode == 0, r.stderr[-3000:]
+    vocab = json.loads((m / "token_vocab.json").read_text(encoding="utf-8"))
+    assert vocab["tokenizer"] == "sentencepiece" and vocab["sentencepiece_model"] == "sentencepiece.model"
+    # <pad>, <unk>, then the model's pieces but <unk>, <s> and </s>.
+    assert vocab["tokens"][:2] == ["<pad>", "<unk>"] and vocab["size"] == pieces - 3 + 2
+    assert "<s>" not in vocab["tokens"] and "</s>" not in vocab["tokens"]
+    assert sum(t.startswith("\u2581") for t in vocab["tokens"]) > 10  # word-initial pieces
+    assert (m / "sentencepiece.model").read_bytes() == sp.read_bytes()
+    assert f"model: embedding input_dim: auto = {vocab['size']} (the vocabulary of data.train's training split)" in r.stderr
+    assert "sentencepiece tokens" in r.stderr
+    metrics = json.loads((m / "eval" / "metrics-150.json").read_text())
+    acc = metrics["metrics"]["accuracy"]
+    print(f"text_folder (sentencepiece, {pieces} pieces): eval accuracy {acc:.4f} on {metrics['examples']} held-out "
+          f"files (majority baseline 0.3333), loss {metrics['metrics']['loss']:.4f}")
+    assert metrics["examples"] == 45
+    assert acc >= 0.8, metrics
+
+    # predict needs only the model_dir: the job's .model file may be gone.
+    sp.rename(tmp_path / "moved.model")
+    new = tmp_path / "new"
+    new.mkdir()
+    rng = np.random.default_rng(12)
+    truth = {}
+    for i in range(30):
+        f = new / f"doc{i:02d}.txt"
+        f.write_text(sentence(rng, i % 3) + " " + sentence(rng, i % 3), encoding="utf-8")
+        truth[str(f)] = CLASSES[i % 3]
+    r = run_dtrain("predict", job, "--input", new, "--output", tmp_path / "p.csv")
+    assert r.returncode == 0, r.stderr
+    rows = [l.split(",") for l in (tmp_path / "p.csv").read_text().splitlines()[1:]]
+    right = sum(row[2] == truth[row[0]] for row in rows)
+    print(f"text_folder (sentencepiece): predict on 30 new files: {right}/30 right")
+    assert right >= 24
+
+    # Export: the class names, the vocabulary and the model beside the graph.
+    r = run_dtrain("export", job, "--format", "onnx", "--out", tmp_path / "out" / "text.onnx")
+    assert r.returncode == 0, r.stderr
+    beside = json.loads((tmp_path / "out" / "text.preprocessing.json").read_text(encoding="utf-8"))
+    assert beside["classes"] == CLASSES and beside["max_length"] == 96
+    assert beside["token_vocabulary"]["tokens"] == vocab["tokens"]
+    assert beside["token_vocabulary"]["sentencepiece_model"] == "text.sentencepiece.model"
+    assert (tmp_path / "out" / "text.sentencepiece.model").read_bytes() == (m / "sentencepiece.model").read_bytes()
+
+    # Another model at the job's path: refused, the ids would change.
+    r = run_dtrain("data", "sentencepiece", "--dir", d, "--vocab-size", "120", "--out", sp)
+    assert r.returncode == 0, r.stderr
+    r = run_dtrain("evaluate", job)
+    assert r.returncode == 2, r.stderr
+    assert (f"sentencepiece_model {sp} is not the model saved with the checkpoint ({m}/sentencepiece.model), so token "
+            "ids would change") in r.stderr, r.stderr
+
+
+def test_sentencepiece_errors(tmp_path):
+    d, m = tmp_path / "texts", tmp_path / "m"
+    make_folder(d, per_class=4)
+    job = job_file(tmp_path, d, m, steps=2, tok="sentencepiece")
+    r = run_dtrain("train", job, "--no-eval")
+    assert r.returncode == 2, r.stderr
+    assert "data.train: tokenizer sentencepiece needs sentencepiece_model (a .model file; train one with " \
+           "`dtrain data sentencepiece --dir DIR --vocab-size N --out m.model`)" in r.stderr, r.stderr
+    not_model = tmp_path / "not.model"
+    not_model.write_text("hello")
+    job = job_file(tmp_path, d, m, steps=2, tok="sentencepiece", extra=f", sentencepiece_model: {not_model}")
+    r = run_dtrain("train", job, "--no-eval")
+    assert r.returncode == 3, r.stderr
+    assert f"data.train: sentencepiece_model: {not_model}: not a SentencePiece model" in r.stderr, r.stderr
+    job = job_file(tmp_path, d, m, steps=2, tok="sentencepiece", extra=f", sentencepiece_model: {not_model}, max_tokens: 50")
+    r = run_dtrain("train", job, "--no-eval")
+    assert r.returncode == 2, r.stderr
+    assert "max_tokens and min_count do not apply to tokenizer sentencepiece" in r.stderr, r.stderr
+    job = job_file(tmp_path, d, m, steps=2, tok="word", extra=f", sentencepiece_model: {not_model}")
+    r = run_dtrain("train", job, "--no-eval")
+    assert r.returncode == 2, r.stderr
+    assert "sentencepiece_model applies to tokenizer sentencepiece, not word" in r.stderr, r.stderr
+    # The training command: a vocab size the text cannot fill with --exact-vocab-size, an empty file, bad UTF-8.
+    r = run_dtrain("data", "sentencepiece", d / "sports" / "000.txt", "--vocab-size", "5000", "--exact-vocab-size",
+                   "--out", tmp_path / "x.model")
+    assert r.returncode == 3 and "Vocabulary size too high (5000)" in r.stderr, r.stderr
+    assert not (tmp_path / "x.model").exists()
+    (tmp_path / "empty.txt").write_text("\n\n")
+    r = run_dtrain("data", "sentencepiece", tmp_path / "empty.txt", "--out", tmp_path / "x.model")
+    assert r.returncode == 3 and f"{tmp_path}/empty.txt: no text (every line is empty)" in r.stderr, r.stderr
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 ole".encode("latin-1"))
+    r = run_dtrain("data", "sentencepiece", tmp_path / "latin1.txt", "--out", tmp_path / "x.model")
+    assert r.returncode == 3 and f"{tmp_path}/latin1.txt: invalid UTF-8 at byte offset 3" in r.stderr, r.stderr
+    r = run_dtrain("data", "sentencepiece", "--out", tmp_path / "x.model")
+    assert r.returncode == 2 and "give text files or --dir" in r.stderr, r.stderr
