@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <numeric>
 
 #include "datasets/source.hpp"
 #include "estimator/estimator.hpp"
@@ -105,7 +104,7 @@ Result<TabularPtr> Estimator::evaluation_tabular() {
   return tabular_;
 }
 
-Result<Tensor> Estimator::read_predict_csv(const std::string& file, std::vector<std::string>& class_names) {
+Result<SourcePtr> Estimator::read_predict_csv(const std::string& file, std::vector<std::string>& class_names) {
   const std::optional<DataSourceSpec>& train = job_.data.train;
   if (!is_csv(train)) {
     return config_error(fmt::format("--input {}: CSV rows are read as data.train reads its columns, but this job's "
@@ -129,9 +128,7 @@ Result<Tensor> Estimator::read_predict_csv(const std::string& file, std::vector<
   auto source = load_csv_source(spec, ctx);
   if (!source) return source.error();
   class_names = tabular->classes;
-  std::vector<int64_t> all((*source)->size());
-  std::iota(all.begin(), all.end(), int64_t{0});
-  return (*source)->gather(all, 1.0f).features;  // predict applies the evaluation's scale and map
+  return source;
 }
 
 }  // namespace dtrain
