@@ -116,6 +116,7 @@ struct CsvPlaces {
   std::string locate(int64_t id, const ExampleValue& value) const {
     const auto i = static_cast<size_t>(id);
     if (id < 0 || i >= row_lines.size()) return "";
+    if (value.label && value.output > 0) return "";
     if (value.label && label && i < label_lines.size()) return field(label_lines[i], *label);
     if (value.label || value.input > 0 || value.position < 0) return fmt::format("{}:{}", path, row_lines[i]);
     // The column whose features (one, or a category's one-hot) hold the position.

@@ -45,7 +45,9 @@ struct Batch {
 
 // Which value of an example a data error is about (Input::locate).
 struct ExampleValue {
-  bool label = false;  // the label (of the first output); else a feature
+  bool label = false;  // a label; else a feature
+  // A label's model output: 0 for Batch::labels, k for extra_labels[k - 1].
+  size_t output = 0;
   // A feature's model input: 0 for Batch::features, k for extra_features[k - 1].
   size_t input = 0;
   // A feature's flat position in its example (as the batch gives it, after

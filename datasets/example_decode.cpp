@@ -183,7 +183,7 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
 }
 
 std::string feature_of_value(const ExampleLayout& layout, const ExampleValue& value) {
-  if (value.label) return fmt::format(" (feature \"{}\")", layout.label.name);
+  if (value.label) return value.output == 0 ? fmt::format(" (feature \"{}\")", layout.label.name) : "";
   // Several model inputs: input k is feature k. One: the features one after another.
   const bool per_input = !layout.input_shapes.empty();
   if (per_input && value.input >= layout.inputs.size()) return "";

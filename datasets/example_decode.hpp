@@ -43,7 +43,8 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
 // What locate() adds after "<file>: record N" for `value` of an example of
 // `layout`: the feature and, for a feature of several values, the value's
 // position in it: " (feature \"label\")", " (feature \"tokens\", position
-// 3)"; "" for a value the layout does not hold.
+// 3)"; "" for a value the layout does not hold (a label of another output
+// than the first).
 std::string feature_of_value(const ExampleLayout& layout, const ExampleValue& value);
 
 // Decodes one serialized tf.Example: writes num_elements(feature_shape)

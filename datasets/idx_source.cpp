@@ -25,7 +25,7 @@ class IdxSource final : public ExampleSource {
   std::string describe() const override { return name_; }
   // "train-images.idx: item 12, position 3", "train-labels.idx: item 12".
   std::string locate(int64_t id, const ExampleValue& value) const override {
-    if (value.label) return fmt::format("{}: item {}", labels_name_, id);
+    if (value.label) return value.output == 0 ? fmt::format("{}: item {}", labels_name_, id) : "";
     if (value.input > 0) return "";
     if (value.position < 0 || num_elements(feature_shape_) == 1) return fmt::format("{}: item {}", name_, id);
     return fmt::format("{}: item {}, position {}", name_, id, value.position);

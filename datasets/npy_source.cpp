@@ -45,12 +45,14 @@ struct ArrayRows {
 };
 
 // ExampleSource::locate() of a source of arrays: features[k] holds model
-// input k, `labels` the (first) labels: "x.npy: row 12", "x.npz: array
+// input k, labels[j] output j's labels: "x.npy: row 12", "x.npz: array
 // \"ids\", row 12, position 3".
-ExampleLocator array_locator(std::vector<ArrayRows> features, ArrayRows labels) {
+ExampleLocator array_locator(std::vector<ArrayRows> features, std::vector<ArrayRows> labels) {
   return [features = std::move(features), labels = std::move(labels)](int64_t id, const ExampleValue& value) {
-    if (!value.label && value.input >= features.size()) return std::string();
-    const ArrayRows& a = value.label ? labels : features[value.input];
+    const std::vector<ArrayRows>& arrays = value.label ? labels : features;
+    const size_t k = value.label ? value.output : value.input;
+    if (k >= arrays.size()) return std::string();
+    const ArrayRows& a = arrays[k];
     if (value.label || value.position < 0 || a.row_size == 1) return fmt::format("{}{}", a.rows, id);
     return fmt::format("{}{}, position {}", a.rows, id, value.position);
   };
@@ -213,7 +215,7 @@ Result<SourcePtr> load_npy_source(const DataSourceSpec& spec, const SourceContex
   const Shape& fshape = features->shape;
   ExampleLocator locate = array_locator(
       {{fpath + ": row ", fshape.empty() ? 1 : num_elements(Shape(fshape.begin() + 1, fshape.end()))}},
-      {lpath + ": row ", 1});
+      {{lpath + ": row ", 1}});
   return make_source(std::move(features.value()), std::move(labels.value()), fpath, lpath, fpath, std::move(locate));
 }
 
@@ -225,8 +227,7 @@ Result<SourcePtr> load_named_arrays(const ZipArchive& zip, const DataSourceSpec&
                                     const std::string& path) {
   std::vector<Tensor> labels;
   std::string first_labels;  // the member giving the example count
-  std::vector<ArrayRows> feature_rows;
-  ArrayRows label_rows;
+  std::vector<ArrayRows> feature_rows, label_rows;
   const bool named_labels = ctx.label_names.size() > 1;
   const std::vector<std::string> label_names = named_labels ? ctx.label_names : std::vector<std::string>{spec.labels_array};
   for (size_t j = 0; j < label_names.size(); ++j) {
@@ -248,10 +249,8 @@ Result<SourcePtr> load_named_arrays(const ZipArchive& zip, const DataSourceSpec&
       return data_error(fmt::format("{}: {} has {} examples but {} has {} labels", path, lname, array->shape[0],
                                     first_labels, labels[0].dim(0)));
     }
-    if (labels.empty()) {
-      first_labels = lname;
-      label_rows = npz_rows(path, label_names[j], array->shape);
-    }
+    if (labels.empty()) first_labels = lname;
+    label_rows.push_back(npz_rows(path, label_names[j], array->shape));
     labels.push_back(Tensor::from(array->shape, array->values));
   }
   const int64_t n = labels[0].dim(0);
@@ -308,7 +307,7 @@ Result<SourcePtr> load_npz_source(const DataSourceSpec& spec, const SourceContex
       features->shape.empty() || labels->shape.empty()
           ? nullptr
           : array_locator({npz_rows(path, spec.features_array, features->shape)},
-                          npz_rows(path, spec.labels_array, labels->shape));
+                          {npz_rows(path, spec.labels_array, labels->shape)});
   return make_source(std::move(features.value()), std::move(labels.value()), path + ": " + fname,
                      path + ": " + lname, path, std::move(locate), std::move(*weights));
 }

@@ -240,7 +240,9 @@ Status Estimator::check_batch(const Batch& b, const DataSourceSpec& spec, const 
   if (Status s = program_.model->check_input(b.features, b.extra_features, value); !s) {
     return data_error(fmt::format("{}: {}: {}", spec.where, role, s.error().message));
   }
-  auto place = [&](int64_t row) { return value_place(input, id_of(row), ExampleValue{.label = true}); };
+  auto place = [&](size_t output, int64_t row) {
+    return value_place(input, id_of(row), ExampleValue{.label = true, .output = output});
+  };
   if (Status s = check_batch_labels(b, program_, place); !s) {
     return data_error(fmt::format("{}: {}: {}", spec.where, role, s.error().message));
   }

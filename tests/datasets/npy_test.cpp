@@ -258,6 +258,17 @@ TEST_CASE("npy/npz: locate names the file, the array, the row and the position")
   CHECK((*arrays)->locate(3, ExampleValue{.input = 0, .position = 2}) ==
         dir + "/deflated.npz: array \"x\", row 3, position 2");
   CHECK((*arrays)->locate(0, ExampleValue{.input = 2, .position = 0}).empty());
+  CHECK((*arrays)->locate(2, ExampleValue{.label = true}) == dir + "/deflated.npz: array \"y\", row 2");
+
+  // Several outputs: a label names its own output's array.
+  SourceContext outputs{};
+  outputs.outputs = {"a", "b"};
+  outputs.label_names = {"y", "x"};
+  auto labelled = load_source(spec, outputs);
+  REQUIRE_MESSAGE(labelled.ok(), labelled.error().message);
+  CHECK((*labelled)->locate(1, ExampleValue{.label = true, .output = 1}) == dir + "/deflated.npz: array \"x\", row 1");
+  CHECK((*labelled)->locate(1, ExampleValue{.label = true}) == dir + "/deflated.npz: array \"y\", row 1");
+  CHECK((*labelled)->locate(1, ExampleValue{.label = true, .output = 2}).empty());
 }
 
 // An int32 input over float values: the first value that is not a whole
