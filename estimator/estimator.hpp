@@ -96,9 +96,10 @@ Result<TokenVocabularyPtr> load_text_folder_vocabulary(const JobSpec& job, bool*
 // and *tokens_built when not null; text: model_dir/vocab.json when a
 // checkpoint exists or data.train is not text, else data.train's files), and
 // every dense of `units: auto` the number of classes (text: that vocabulary
-// size; text_folder: its class folders). Returns the lines saying what was
-// chosen ("" when nothing was auto; what finds no text data stays auto, and
-// make_embedding / make_dense say what is missing).
+// size; text_folder, else image_folder: its class folders, listed without
+// reading a file). Returns the lines saying what was chosen ("" when nothing
+// was auto; what finds no such data stays auto, and make_embedding /
+// make_dense say what is missing).
 Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyPtr* tokens = nullptr,
                                                   bool* tokens_built = nullptr);
 // model_dir/preprocessing.json: what csv columns learnt from data.train.
