@@ -28,8 +28,8 @@ uint64_t path_hash(const std::string& s) {
 
 }  // namespace
 
-Result<ClassFolderFiles> list_class_folders(const DataSourceSpec& spec, const SourceContext& ctx,
-                                            const std::string& split, const ClassFolderKind& kind) {
+Result<ClassFolderFiles> list_class_names(const DataSourceSpec& spec, const SourceContext& ctx,
+                                          const ClassFolderKind& kind) {
   ClassFolderFiles out;
   out.dir = resolve_source_path(spec.dir, ctx.base_dir);
   const std::string& dir = out.dir;
@@ -50,10 +50,22 @@ Result<ClassFolderFiles> list_class_folders(const DataSourceSpec& spec, const So
                                   fmt::format(fmt::runtime(kind.example), fmt::arg("dir", dir))));
   }
   for (size_t k = 0; k < out.classes.size(); ++k) {
-    const fs::path folder = fs::path(dir) / out.classes[k];
-    if (!fs::is_directory(folder, ec)) {
+    if (!fs::is_directory(fs::path(dir) / out.classes[k], ec)) {
       return data_error(fmt::format("{}classes[{}]: {} is not a folder of {}", ctx.prefix, k, out.classes[k], dir));
     }
+  }
+  return out;
+}
+
+Result<ClassFolderFiles> list_class_folders(const DataSourceSpec& spec, const SourceContext& ctx,
+                                            const std::string& split, const ClassFolderKind& kind) {
+  auto named = list_class_names(spec, ctx, kind);
+  if (!named) return named.error();
+  ClassFolderFiles out = std::move(*named);
+  const std::string& dir = out.dir;
+  std::error_code ec;
+  for (size_t k = 0; k < out.classes.size(); ++k) {
+    const fs::path folder = fs::path(dir) / out.classes[k];
     std::vector<std::pair<uint64_t, std::string>> ranked;
     for (const fs::directory_entry& e : fs::recursive_directory_iterator(folder, ec)) {
       if (e.is_regular_file(ec) && kind.reads(e.path().string())) {

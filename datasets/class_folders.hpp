@@ -25,11 +25,17 @@ struct ClassFolderKind {
   const char* example;                     // "cat/*.jpg and {dir}/dog/*.png" after "{dir}/"
 };
 
+// The classes of the folder spec.dir without its files (`files` left
+// empty): spec.classes, or its sorted sub-folders. kData errors (prefixed
+// ctx.prefix): dir not a directory, fewer than two classes, a class of
+// spec.classes that is not a folder.
+Result<ClassFolderFiles> list_class_names(const DataSourceSpec& spec, const SourceContext& ctx,
+                                          const ClassFolderKind& kind);
+
 // The files of `split` ("train": what is not held out; "holdout") of the
 // folder spec.dir: each class folder's files that kind.reads (sub-folders
 // included), the floor(spec.holdout x count) of the smallest path hashes held
-// out. kData errors (prefixed ctx.prefix): dir not a directory, fewer than
-// two classes, a class of spec.classes that is not a folder.
+// out. kData errors: list_class_names'.
 Result<ClassFolderFiles> list_class_folders(const DataSourceSpec& spec, const SourceContext& ctx,
                                             const std::string& split, const ClassFolderKind& kind);
 

@@ -97,7 +97,48 @@ struct RawCsv {
   std::optional<size_t> weight_col;
   std::vector<float> weights;
   std::vector<int64_t> row_lines;           // per row, the line it starts on
+  // The rows whose record spans several lines (a quoted field holds a line
+  // end): each field's line, by row.
+  std::unordered_map<int64_t, std::vector<int64_t>> spanning_rows;
   int64_t rows = 0;
+};
+
+// Where a csv source's examples and their fields are, for locate().
+struct CsvPlaces {
+  struct Field {
+    size_t index = 0;   // in the file (0-based)
+    std::string label;  // column_label()
+  };
+  std::string path;
+  std::vector<int64_t> row_lines, label_lines;  // RawCsv's
+  std::unordered_map<int64_t, std::vector<int64_t>> spanning_rows;
+  std::optional<Field> label;
+  // Per model input, per feature column of it: the end of its features in
+  // the input's example, and the column.
+  std::vector<std::vector<int64_t>> feature_ends;
+  std::vector<std::vector<Field>> features;
+
+  // "train.csv:14" (the example), "train.csv:14:3 (column \"city\")" (a field).
+  std::string locate(int64_t id, const ExampleValue& value) const {
+    const auto i = static_cast<size_t>(id);
+    if (id < 0 || i >= row_lines.size()) return "";
+    if (value.label && value.output > 0) return "";
+    if (value.label && label && i < label_lines.size()) return field(label_lines[i], *label);
+    if (value.label || value.input >= features.size() || value.position < 0) {
+      return fmt::format("{}:{}", path, row_lines[i]);
+    }
+    // The column whose features (one, a category's one-hot, a text's ids) hold the position.
+    const std::vector<int64_t>& ends = feature_ends[value.input];
+    const auto k = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), value.position) - ends.begin());
+    const std::vector<Field>& columns = features[value.input];
+    if (k >= columns.size()) return fmt::format("{}:{}", path, row_lines[i]);
+    const auto spanning = spanning_rows.find(id);
+    const int64_t line = spanning == spanning_rows.end() ? row_lines[i] : spanning->second[columns[k].index];
+    return field(line, columns[k]);
+  }
+  std::string field(int64_t line, const Field& f) const {
+    return fmt::format("{}:{}:{} (column {})", path, line, f.index + 1, f.label);
+  }
 };
 
 bool is_na(std::string_view field, const std::vector<std::string>& na_values) {
@@ -295,6 +336,10 @@ Result<RawCsv> read_csv(const DataSourceSpec& spec, const SourceContext& ctx) {
       raw.weights.push_back(w);
     }
     raw.row_lines.push_back(reader.record_line());
+    if (reader.field_line(ncols - 1) != reader.record_line()) {
+      std::vector<int64_t>& lines = raw.spanning_rows[raw.rows];
+      for (size_t c = 0; c < ncols; ++c) lines.push_back(reader.field_line(c));
+    }
     ++raw.rows;
     return {};
   };
@@ -554,18 +599,25 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
   for (size_t i = 1; i < inputs.size(); ++i) all_features.push_back(Tensor::from(Shape{rows, widths[i]}, features[i]));
   std::vector<Tensor> all_labels;
   all_labels.push_back(Tensor::from(Shape{rows}, labels));
-  // Data errors found later (a label out of the model's range) name the line.
-  auto lines = std::make_shared<const std::vector<int64_t>>(std::move(raw.row_lines));
-  auto label_lines = std::make_shared<const std::vector<int64_t>>(std::move(raw.label_lines));
-  std::string label_field;
-  if (raw.label_col) label_field = fmt::format(":{} (column {})", *raw.label_col + 1, column_label(raw.names, *raw.label_col));
-  ExampleLocator locate = [path, lines, label_lines, label_field](int64_t id, bool label) {
-    const auto i = static_cast<size_t>(id);
-    if (label && !label_field.empty() && i < label_lines->size()) {
-      return fmt::format("{}:{}{}", path, (*label_lines)[i], label_field);
-    }
-    return i < lines->size() ? fmt::format("{}:{}", path, (*lines)[i]) : std::string();
-  };
+  // Data errors found later (a label out of the model's range, a feature that
+  // is not a token id) name the line and the field.
+  auto located = std::make_shared<CsvPlaces>();
+  located->path = path;
+  located->row_lines = std::move(raw.row_lines);
+  located->label_lines = std::move(raw.label_lines);
+  located->spanning_rows = std::move(raw.spanning_rows);
+  if (raw.label_col) located->label = CsvPlaces::Field{*raw.label_col, column_label(raw.names, *raw.label_col)};
+  located->feature_ends.resize(inputs.size());
+  located->features.resize(inputs.size());
+  std::vector<int64_t> ends(inputs.size(), 0);
+  for (size_t k = 0; k < raw.columns.size(); ++k) {
+    const size_t in = input_of[k];
+    ends[in] += pre.columns[k].width();
+    located->feature_ends[in].push_back(ends[in]);
+    located->features[in].push_back({raw.columns[k].index, column_label(raw.names, raw.columns[k].index)});
+  }
+  ExampleLocator locate = [located = std::shared_ptr<const CsvPlaces>(std::move(located))](
+                              int64_t id, const ExampleValue& value) { return located->locate(id, value); };
   std::string summary = pre.worth_saving() ? pre.describe() : "";
   if (unknown_tokens > 0) summary += fmt::format("; {} tokens read as <unk>", unknown_tokens);
   return make_tensor_source(std::move(all_features), std::move(all_labels), path, {0},

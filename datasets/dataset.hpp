@@ -43,6 +43,18 @@ struct Batch {
   int64_t size() const { return features.empty() ? 0 : features.dim(0); }
 };
 
+// Which value of an example a data error is about (Input::locate).
+struct ExampleValue {
+  bool label = false;  // a label; else a feature
+  // A label's model output: 0 for Batch::labels, k for extra_labels[k - 1].
+  size_t output = 0;
+  // A feature's model input: 0 for Batch::features, k for extra_features[k - 1].
+  size_t input = 0;
+  // A feature's flat position in its example (as the batch gives it, after
+  // any map); -1: the example as a whole.
+  int64_t position = -1;
+};
+
 class Input {
  public:
   virtual ~Input() = default;
@@ -81,11 +93,13 @@ class Input {
   // The names of the class ids of the (first) labels, when the data names
   // them (image_folder's folders); empty: the ids are all there is.
   virtual std::vector<std::string> class_names() const { return {}; }
-  // Where example `id` (an entry of Batch::ids) comes from, for data errors:
-  // "train.csv:12" (with `label`, the label's field: "train.csv:12:5 (column
-  // \"species\")"), "train-3.tfrecord: record 17 (feature \"label\")"; "" when
-  // the input cannot say.
-  virtual std::string locate(int64_t /*id*/, bool /*label*/) const { return ""; }
+  // Where `value` of example `id` (an entry of Batch::ids) is in the data,
+  // for data errors: "train.csv:12" (the example), "train.csv:12:5 (column
+  // \"species\")" (a label or feature field), "train-3.tfrecord: record 17
+  // (feature \"label\")", "x.npz: array \"ids\", row 12, position 3"; ""
+  // when the input cannot say (value_place() then names the example).
+  // Thread-safe.
+  virtual std::string locate(int64_t /*id*/, const ExampleValue& /*value*/) const { return ""; }
   // run.profile: where the pipeline records preparing each batch ("pipeline
   // batch", on the prefetch thread's track "input", else the caller's); null
   // stops it. Thread-safe. REQUIRES: the profiler outlives this Input.

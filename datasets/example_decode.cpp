@@ -182,6 +182,25 @@ Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std:
   return layout;
 }
 
+std::string feature_of_value(const ExampleLayout& layout, const ExampleValue& value) {
+  if (value.label) return value.output == 0 ? fmt::format(" (feature \"{}\")", layout.label.name) : "";
+  // Several model inputs: input k is feature k. One: the features one after another.
+  const bool per_input = !layout.input_shapes.empty();
+  if (per_input && value.input >= layout.inputs.size()) return "";
+  if (!per_input && value.input > 0) return "";
+  int64_t position = value.position;
+  for (size_t k = per_input ? value.input : 0; k < layout.inputs.size(); ++k) {
+    const FeatureSpec& f = layout.inputs[k];
+    const int64_t n = num_elements(f.shape);  // [] gives 1
+    if (per_input || position < 0 || (n > 0 && position < n) || k + 1 == layout.inputs.size()) {
+      if (position < 0 || n == 1) return fmt::format(" (feature \"{}\")", f.name);
+      return fmt::format(" (feature \"{}\", position {})", f.name, position);
+    }
+    position -= n;
+  }
+  return "";
+}
+
 // The weight feature's value into *weight, checked.
 Status decode_weight(const tensorflow::Example& ex, const ExampleLayout& layout, float* weight,
                      const std::string& where) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "datasets/dataset.hpp"
 #include "engine/base/job_spec.hpp"
 #include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
@@ -38,6 +39,13 @@ struct ExampleLayout {
 // be a feature, and every feature but the label one of them.
 Result<ExampleLayout> make_example_layout(const DataSourceSpec& spec, const std::string& prefix,
                                           const std::vector<std::string>& model_inputs = {});
+
+// What locate() adds after "<file>: record N" for `value` of an example of
+// `layout`: the feature and, for a feature of several values, the value's
+// position in it: " (feature \"label\")", " (feature \"tokens\", position
+// 3)"; "" for a value the layout does not hold (a label of another output
+// than the first).
+std::string feature_of_value(const ExampleLayout& layout, const ExampleValue& value);
 
 // Decodes one serialized tf.Example: writes num_elements(feature_shape)
 // floats to `features` and num_elements(label_shape) to `label`. Errors

@@ -14,14 +14,22 @@ namespace {
 
 class IdxSource final : public ExampleSource {
  public:
-  IdxSource(IdxArray images, std::vector<float> labels, Shape feature_shape, Shape label_shape, std::string name)
+  IdxSource(IdxArray images, std::vector<float> labels, Shape feature_shape, Shape label_shape, std::string name,
+            std::string labels_name)
       : images_(std::move(images)), labels_(std::move(labels)), feature_shape_(std::move(feature_shape)),
-        label_shape_(std::move(label_shape)), name_(std::move(name)) {}
+        label_shape_(std::move(label_shape)), name_(std::move(name)), labels_name_(std::move(labels_name)) {}
 
   int64_t size() const override { return images_.dims[0]; }
   Shape feature_shape() const override { return feature_shape_; }
   Shape label_shape() const override { return label_shape_; }
   std::string describe() const override { return name_; }
+  // "train-images.idx: item 12, position 3", "train-labels.idx: item 12".
+  std::string locate(int64_t id, const ExampleValue& value) const override {
+    if (value.label) return value.output == 0 ? fmt::format("{}: item {}", labels_name_, id) : "";
+    if (value.input > 0) return "";
+    if (value.position < 0 || num_elements(feature_shape_) == 1) return fmt::format("{}: item {}", name_, id);
+    return fmt::format("{}: item {}, position {}", name_, id, value.position);
+  }
 
   Batch gather(const std::vector<int64_t>& indices, float scale) const override {
     const auto b = static_cast<int64_t>(indices.size());
@@ -53,7 +61,8 @@ class IdxSource final : public ExampleSource {
   IdxArray images_;            // (N, dims...) raw uint8 or converted floats
   std::vector<float> labels_;  // (N, label shape...)
   Shape feature_shape_, label_shape_;
-  std::string name_;
+  std::string name_;         // the images file
+  std::string labels_name_;  // the labels file
 };
 
 }  // namespace
@@ -101,7 +110,8 @@ Result<SourcePtr> load_idx_source(const DataSourceSpec& spec, const SourceContex
     label_values = std::move(labels->f32);
   }
   return SourcePtr(std::make_shared<IdxSource>(std::move(images.value()), std::move(label_values),
-                                               std::move(feature_shape), std::move(label_shape), images_path));
+                                               std::move(feature_shape), std::move(label_shape), images_path,
+                                               labels_path));
 }
 
 }  // namespace dtrain

@@ -145,6 +145,9 @@ class ImageFolderSource final : public ExampleSource {
   std::vector<std::string> classes_;  // the class folders, in id order
 };
 
+// What image_folder's messages call its files.
+const ClassFolderKind kImageFolders{&is_image_file_name, "images", "cat/*.jpg and {dir}/dog/*.png"};
+
 }  // namespace
 
 Result<ImageSize> read_png_size(std::string_view png, const std::string& where) {
@@ -164,6 +167,13 @@ Result<ImageSize> read_png_size(std::string_view png, const std::string& where) 
   return size;
 }
 
+Result<std::vector<std::string>> image_folder_class_names(const DataSourceSpec& spec, const SourceContext& ctx) {
+  if (spec.dir.empty()) return config_error(ctx.prefix + "format image_folder needs dir (a folder of class folders)");
+  auto named = list_class_names(spec, ctx, kImageFolders);
+  if (!named) return named.error();
+  return std::move(named->classes);
+}
+
 std::optional<ExampleShapes> image_folder_shapes(const DataSourceSpec& spec) {
   if (spec.image_size.size() != 2) return std::nullopt;
   return ExampleShapes{{spec.image_size[0], spec.image_size[1], color_mode_channels(spec.color_mode)}, {}};
@@ -177,8 +187,7 @@ Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const Sou
   if (spec.split == "holdout" && spec.holdout <= 0.0) {
     return config_error(ctx.prefix + "split: holdout reads the held-out images, but holdout is 0; set holdout (e.g. 0.2)");
   }
-  auto listed = list_class_folders(spec, ctx, spec.split,
-                                   ClassFolderKind{&is_image_file_name, "images", "cat/*.jpg and {dir}/dog/*.png"});
+  auto listed = list_class_folders(spec, ctx, spec.split, kImageFolders);
   if (!listed) return listed.error();
   const std::string& dir = listed->dir;
   std::vector<std::string> classes = listed->classes;

@@ -18,6 +18,10 @@
 namespace dtrain {
 
 Result<SourcePtr> load_image_folder_source(const DataSourceSpec& spec, const SourceContext& ctx);
+// The class names of `spec` (an image_folder source) in id order: its
+// classes, or its dir's sorted sub-folders (the folders are listed, not
+// their images). kConfig error without dir; kData errors as list_class_names.
+Result<std::vector<std::string>> image_folder_class_names(const DataSourceSpec& spec, const SourceContext& ctx);
 // [H, W, C] of image_size and color_mode, labels [].
 std::optional<ExampleShapes> image_folder_shapes(const DataSourceSpec& spec);
 

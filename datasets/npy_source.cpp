@@ -36,8 +36,35 @@ Result<std::vector<uint8_t>> read_file(const std::string& path) {
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// Where an array's rows are, for locate(): `rows` starts the place of a row
+// ("x.npy: row " or "x.npz: array \"x\", row "); `row_size` is the values of
+// one row, whose positions are named when there are several.
+struct ArrayRows {
+  std::string rows;
+  int64_t row_size = 1;
+};
+
+// ExampleSource::locate() of a source of arrays: features[k] holds model
+// input k, labels[j] output j's labels: "x.npy: row 12", "x.npz: array
+// \"ids\", row 12, position 3".
+ExampleLocator array_locator(std::vector<ArrayRows> features, std::vector<ArrayRows> labels) {
+  return [features = std::move(features), labels = std::move(labels)](int64_t id, const ExampleValue& value) {
+    const std::vector<ArrayRows>& arrays = value.label ? labels : features;
+    const size_t k = value.label ? value.output : value.input;
+    if (k >= arrays.size()) return std::string();
+    const ArrayRows& a = arrays[k];
+    if (value.label || value.position < 0 || a.row_size == 1) return fmt::format("{}{}", a.rows, id);
+    return fmt::format("{}{}, position {}", a.rows, id, value.position);
+  };
+}
+
+// The array rows of an npz member: "<path>: array \"x\", row ".
+ArrayRows npz_rows(const std::string& path, const std::string& array, const Shape& shape) {
+  return {fmt::format("{}: array \"{}\", row ", path, array), num_elements(Shape(shape.begin() + 1, shape.end()))};
+}
+
 Result<SourcePtr> make_source(NpyArray features, NpyArray labels, const std::string& fname, const std::string& lname,
-                              const std::string& name, Tensor weights = {}) {
+                              const std::string& name, ExampleLocator locate, Tensor weights = {}) {
   if (features.shape.size() < 2) {
     return data_error(fmt::format("{}: features need at least 2 dimensions (count, features...) but shape is {}",
                                   fname, shape_str(features.shape)));
@@ -55,7 +82,8 @@ Result<SourcePtr> make_source(NpyArray features, NpyArray labels, const std::str
   all_features.push_back(Tensor::from(fshape, features.values));
   std::vector<Tensor> all_labels;
   all_labels.push_back(Tensor::from(labels.shape, labels.values));
-  return make_tensor_source(std::move(all_features), std::move(all_labels), name, {0}, std::move(weights));
+  return make_tensor_source(std::move(all_features), std::move(all_labels), name, {0}, std::move(weights), {}, "",
+                            std::move(locate));
 }
 
 // data.*.weight of an npz source: the array of that name, (N) or (N, 1), of
@@ -184,7 +212,11 @@ Result<SourcePtr> load_npy_source(const DataSourceSpec& spec, const SourceContex
   if (!lbytes) return lbytes.error();
   auto labels = parse_npy(*lbytes, lpath);
   if (!labels) return labels.error();
-  return make_source(std::move(features.value()), std::move(labels.value()), fpath, lpath, fpath);
+  const Shape& fshape = features->shape;
+  ExampleLocator locate = array_locator(
+      {{fpath + ": row ", fshape.empty() ? 1 : num_elements(Shape(fshape.begin() + 1, fshape.end()))}},
+      {{lpath + ": row ", 1}});
+  return make_source(std::move(features.value()), std::move(labels.value()), fpath, lpath, fpath, std::move(locate));
 }
 
 // An npz archive of one array per model input, each named like its input
@@ -195,6 +227,7 @@ Result<SourcePtr> load_named_arrays(const ZipArchive& zip, const DataSourceSpec&
                                     const std::string& path) {
   std::vector<Tensor> labels;
   std::string first_labels;  // the member giving the example count
+  std::vector<ArrayRows> feature_rows, label_rows;
   const bool named_labels = ctx.label_names.size() > 1;
   const std::vector<std::string> label_names = named_labels ? ctx.label_names : std::vector<std::string>{spec.labels_array};
   for (size_t j = 0; j < label_names.size(); ++j) {
@@ -217,6 +250,7 @@ Result<SourcePtr> load_named_arrays(const ZipArchive& zip, const DataSourceSpec&
                                     first_labels, labels[0].dim(0)));
     }
     if (labels.empty()) first_labels = lname;
+    label_rows.push_back(npz_rows(path, label_names[j], array->shape));
     labels.push_back(Tensor::from(array->shape, array->values));
   }
   const int64_t n = labels[0].dim(0);
@@ -242,11 +276,13 @@ Result<SourcePtr> load_named_arrays(const ZipArchive& zip, const DataSourceSpec&
       return data_error(fmt::format("{}: {} has {} examples but {} has {} labels", path, member, array->shape[0],
                                     first_labels, n));
     }
+    feature_rows.push_back(npz_rows(path, input, array->shape));
     features.push_back(Tensor::from(array->shape, array->values));
   }
   auto weights = read_weights(zip, spec, ctx, path, n);
   if (!weights) return weights.error();
-  return make_tensor_source(std::move(features), std::move(labels), path, {0}, std::move(*weights));
+  return make_tensor_source(std::move(features), std::move(labels), path, {0}, std::move(*weights), {}, "",
+                            array_locator(std::move(feature_rows), std::move(label_rows)));
 }
 
 Result<SourcePtr> load_npz_source(const DataSourceSpec& spec, const SourceContext& ctx) {
@@ -266,8 +302,14 @@ Result<SourcePtr> load_npz_source(const DataSourceSpec& spec, const SourceContex
   if (!labels) return labels.error();
   auto weights = read_weights(*zip, spec, ctx, path, labels->shape.empty() ? 0 : labels->shape[0]);
   if (!weights) return weights.error();
+  // Shapes too short for examples are make_source's errors; the locator is then not used.
+  ExampleLocator locate =
+      features->shape.empty() || labels->shape.empty()
+          ? nullptr
+          : array_locator({npz_rows(path, spec.features_array, features->shape)},
+                          {npz_rows(path, spec.labels_array, labels->shape)});
   return make_source(std::move(features.value()), std::move(labels.value()), path + ": " + fname,
-                     path + ": " + lname, path, std::move(*weights));
+                     path + ": " + lname, path, std::move(locate), std::move(*weights));
 }
 
 }  // namespace dtrain

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <utility>
 
 #include "datasets/index_order.hpp"
@@ -39,11 +40,12 @@ struct PipelineParts {
   int worker = 0;
 };
 
-// f (float32) as int32 ids; a kData error at the first value that is not a
-// whole number in int32's range, naming the example id and position.
+// f (B, example...) float32 as int32 ids; a kData error at the first value
+// that is not a whole number in int32's range, naming where it is in the data
+// (`place` of its row in the batch and flat position in the example).
 // `key` names the input: "model.input", or "model.inputs.NAME".
-Result<Tensor> to_token_ids(const Tensor& f, const std::vector<int64_t>& ids, const std::string& prefix,
-                            const std::string& key) {
+Result<Tensor> to_token_ids(const Tensor& f, const std::function<std::string(int64_t row, int64_t position)>& place,
+                            const std::string& prefix, const std::string& key) {
   Tensor out = Tensor::zeros(f.shape(), DType::i32, kHost);
   const float* in = f.data();
   int32_t* to = out.host_data<int32_t>();
@@ -51,10 +53,9 @@ Result<Tensor> to_token_ids(const Tensor& f, const std::vector<int64_t>& ids, co
   for (int64_t i = 0; i < f.numel(); ++i) {
     const double v = in[i];
     if (!(v == static_cast<double>(static_cast<int64_t>(v)) && v >= -2147483648.0 && v <= 2147483647.0)) {
-      const auto row = static_cast<size_t>(i / per);
-      return data_error(fmt::format("{}example {}, position {}: {} is not a token id ({}.dtype is int32, so "
-                                    "features must be whole numbers)",
-                                    prefix, row < ids.size() ? ids[row] : static_cast<int64_t>(row), i % per, in[i], key));
+      return data_error(fmt::format("{}{}: {} is not a token id ({}.dtype is int32, so features must be whole numbers "
+                                    "in int32's range)",
+                                    prefix, place(i / per, i % per), in[i], key));
     }
     to[i] = static_cast<int32_t>(v);
   }
@@ -115,7 +116,12 @@ class PipelineInput final : public Input {
   Shape label_shape() const override { return map_.label_shape(); }
   std::string describe() const override { return description_; }
   std::vector<std::string> class_names() const override { return source_->class_names(); }
-  std::string locate(int64_t id, bool label) const override { return source_->locate(id, label); }
+  std::string locate(int64_t id, const ExampleValue& value) const override {
+    if (value.label || value.input > 0 || value.position < 0 || map_.empty()) return source_->locate(id, value);
+    // The map made the example anew: its place, and the position in what the map made.
+    const std::string at = source_->locate(id, ExampleValue{});
+    return at.empty() ? at : fmt::format("{}, position {} after the map", at, value.position);
+  }
   void set_profiler(Profiler* profiler) override { profiler_.store(profiler); }
 
  private:
@@ -154,7 +160,11 @@ class PipelineInput final : public Input {
     for (size_t k = 0; k <= b.extra_features.size(); ++k) {
       Tensor& t = k == 0 ? b.features : b.extra_features[k - 1];
       if (t.dtype() == (k == 0 ? features_ : extra_dtypes_[k - 1])) continue;
-      auto converted = to_token_ids(t, b.ids, prefix_,
+      const auto place = [&](int64_t row, int64_t position) {
+        const int64_t id = row < std::ssize(b.ids) ? b.ids[static_cast<size_t>(row)] : row;
+        return value_place(*this, id, ExampleValue{.input = k, .position = position});
+      };
+      auto converted = to_token_ids(t, place, prefix_,
                                     input_names_.empty() ? std::string("model.input") : "model.inputs." + input_names_[k]);
       if (!converted.ok()) return converted.error();
       t = std::move(*converted);
@@ -388,6 +398,14 @@ Result<std::unique_ptr<Input>> make_input(const DataSourceSpec& spec, const Inpu
                                                 options.tabular, false, options.tokens});
   if (!source) return source.error();
   return make_pipeline(std::move(source.value()), spec, options);
+}
+
+std::string value_place(const Input& input, int64_t id, const ExampleValue& value) {
+  std::string at = input.locate(id, value);
+  if (!at.empty()) return at;
+  at = fmt::format("example {} of the source", id);
+  if (!value.label && value.position >= 0) at += fmt::format(", position {}", value.position);
+  return at;
 }
 
 }  // namespace dtrain

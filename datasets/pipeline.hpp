@@ -40,8 +40,9 @@ struct InputOptions {
   // The features the model reads: float32, or int32 token ids. A source of
   // float32 features (npy, npz, csv, tfrecord) is converted to int32 ids
   // batch by batch, each value checked to be a whole number in int32's range
-  // (a kData error names the example and position). Token sources give int32
-  // already; asking float32 of them is left to the caller to refuse.
+  // (a kData error names the value's place in the data: value_place()).
+  // Token sources give int32 already; asking float32 of them is left to the
+  // caller to refuse.
   DType feature_dtype = DType::f32;
   // A model of several inputs: their names, in order (the first gives the
   // batches' features, the others their extra_features, each read from the
@@ -64,5 +65,10 @@ struct InputOptions {
 // The returned Input runs at most one background thread (when spec.prefetch
 // > 0), started by the first next(); it is used from one thread at a time.
 Result<std::unique_ptr<Input>> make_input(const DataSourceSpec& spec, const InputOptions& options);
+
+// input.locate(id, value), or where the input cannot say, the example's
+// number in the source: "example 40 of the source" (a feature value adds
+// ", position 2").
+std::string value_place(const Input& input, int64_t id, const ExampleValue& value);
 
 }  // namespace dtrain

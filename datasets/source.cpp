@@ -82,7 +82,7 @@ class TensorSource final : public ExampleSource {
   bool has_weights() const override { return !weights_.empty(); }
   std::vector<std::string> class_names() const override { return class_names_; }
   std::string summary() const override { return summary_; }
-  std::string locate(int64_t id, bool label) const override { return locate_ ? locate_(id, label) : ""; }
+  std::string locate(int64_t id, const ExampleValue& value) const override { return locate_ ? locate_(id, value) : ""; }
 
   Batch gather(const std::vector<int64_t>& indices, float scale) const override {
     Batch out{gather_rows(features_[0], indices, scale), gather_rows(labels_, indices, 1.0f), indices};

@@ -52,8 +52,9 @@ class ExampleSource {
   virtual DType feature_dtype() const { return DType::f32; }
   // Input::class_names() of the source's labels.
   virtual std::vector<std::string> class_names() const { return {}; }
-  // Input::locate() of example `id` (in [0, size())).
-  virtual std::string locate(int64_t /*id*/, bool /*label*/) const { return ""; }
+  // Input::locate() of `value` of example `id` (in [0, size())), before any
+  // map: feature positions index gather()'s example.
+  virtual std::string locate(int64_t /*id*/, const ExampleValue& /*value*/) const { return ""; }
   // Whether gather() gives Batch::weights (data.*.weight).
   virtual bool has_weights() const { return false; }
   // What the source found that start-up should print (the text source's
@@ -64,7 +65,7 @@ class ExampleSource {
 using SourcePtr = std::shared_ptr<const ExampleSource>;
 
 // ExampleSource::locate() of a source made of tensors (make_tensor_source).
-using ExampleLocator = std::function<std::string(int64_t id, bool label)>;
+using ExampleLocator = std::function<std::string(int64_t id, const ExampleValue& value)>;
 
 struct SourceContext {
   std::string base_dir;  // relative paths in the spec resolve against it

@@ -107,11 +107,15 @@ class StreamInput final : public Input {
   Shape feature_shape() const override { return parts_.map.feature_shape(); }
   Shape label_shape() const override { return parts_.map.label_shape(); }
   std::string describe() const override { return parts_.description; }
-  std::string locate(int64_t id, bool label) const override {  // ids are stream_record_id()s
+  std::string locate(int64_t id, const ExampleValue& value) const override {  // ids are stream_record_id()s
     const auto file = static_cast<size_t>(id >> 40);
     if (file >= parts_.stream.files.size()) return "";
-    return fmt::format("{}: record {}{}", parts_.stream.files[file], id & ((int64_t{1} << 40) - 1),
-                       label ? fmt::format(" (feature \"{}\")", parts_.layout.label.name) : "");
+    const std::string record = fmt::format("{}: record {}", parts_.stream.files[file], id & ((int64_t{1} << 40) - 1));
+    if (value.label) return record + feature_of_value(parts_.layout, value);
+    if (value.position < 0) return record;
+    // The map made the example anew: a position in what it made.
+    if (!parts_.map.empty()) return fmt::format("{}, position {} after the map", record, value.position);
+    return record + feature_of_value(parts_.layout, value);
   }
 
  private:

@@ -103,10 +103,11 @@ Result<TfRecordLoad> load_tfrecord_examples(const DataSourceSpec& spec, const So
   all_labels.push_back(Tensor::from(lshape, labels));
   // Data errors found later (a label out of the model's range) name the file and record.
   ExampleLocator locate = [starts = file_starts, names = std::move(file_names), skipped = std::move(file_skipped),
-                           label = spec.label_feature](int64_t id, bool want_label) {
+                           layout = *layout](int64_t id, const ExampleValue& value) {
     const auto f = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), id) - starts.begin()) - 1;
+    const bool whole = !value.label && value.position < 0;
     return fmt::format("{}: {}record {}{}", names[f], skipped[f] ? "readable " : "", id - starts[f],
-                       want_label ? fmt::format(" (feature \"{}\")", label) : "");
+                       whole ? std::string() : feature_of_value(layout, value));
   };
   load.source = make_tensor_source(std::move(inputs), std::move(all_labels), name, std::move(file_starts),
                                    layout->weight ? Tensor::from(Shape{rows}, weights) : Tensor(), {}, "",

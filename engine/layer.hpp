@@ -5,7 +5,9 @@
 // with its own copy of the variables (mirrored) or a shared one (towers).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +28,23 @@ struct ParamSpec {
   Shape shape;
   InitializerSpec init;
   bool trainable = true;
+};
+
+// What Layer::check_input's messages name: the layer, the model input that
+// x holds, and where each of x's values is in the data.
+struct InputCheck {
+  std::string layer;  // the layer's name in the job, e.g. "embed"
+  std::string input;  // "model.input" or "model.inputs.city"
+  // x's flat element index -> its place: "train.csv:14:3 (column \"city\")";
+  // null: "example B, position P" (B the row of the batch, P the flat
+  // position in the example).
+  std::function<std::string(int64_t index)> place = nullptr;
+  std::string place_of(const Tensor& x, int64_t index) const {
+    if (place) return place(index);
+    const int64_t batch = x.rank() == 0 ? 1 : x.dim(0);
+    const int64_t per = batch <= 0 ? 1 : std::max<int64_t>(1, x.numel() / batch);
+    return "example " + std::to_string(index / per) + ", position " + std::to_string(index % per);
+  }
 };
 
 // Sums vectors over every replica (and worker) training one step: what a
@@ -82,10 +101,11 @@ class Layer {
   // Checks the values of a batch that reaches this layer straight from the
   // data (the model's input, possibly re-viewed by reshape/flatten): x is a
   // host tensor (B, input...). Returns a kData error for a value the layer
-  // cannot take (an embedding's token id out of range), naming the example.
+  // cannot take (an embedding's token id out of range), starting with the
+  // value's place (at.place_of) and naming the value, the input and the layer.
   // The estimator calls it before each step, so a bad value is reported
   // rather than computed with; forward itself never reads out of bounds.
-  virtual Status check_input(const Tensor& /*x*/) const { return Status::Ok(); }
+  virtual Status check_input(const Tensor& /*x*/, const InputCheck& /*at*/) const { return Status::Ok(); }
   // True for a layer that reads integer token ids (embedding). The model
   // feeds it only an int32 model input (directly or re-viewed by
   // reshape/flatten) and feeds that input to no other layer that computes.

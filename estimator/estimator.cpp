@@ -230,16 +230,18 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
 }
 
 Status Estimator::check_batch(const Batch& b, const DataSourceSpec& spec, const char* role, const Input& input) const {
-  if (Status s = program_.model->check_input(b.features, b.extra_features); !s) {
-    return data_error(fmt::format("{}: {}: {} (examples {}..{} of the source)", spec.where, role, s.error().message,
-                                  b.ids.empty() ? 0 : b.ids.front(), b.ids.empty() ? 0 : b.ids.back()));
+  // A bad value is named where the user can find it: file and line and
+  // column (csv), file and record (tfrecord), array and row (npz), else its
+  // example number in the source.
+  auto id_of = [&](int64_t row) { return row < std::ssize(b.ids) ? b.ids[static_cast<size_t>(row)] : row; };
+  auto value = [&](size_t k, int64_t row, int64_t position) {
+    return value_place(input, id_of(row), ExampleValue{.input = k, .position = position});
+  };
+  if (Status s = program_.model->check_input(b.features, b.extra_features, value); !s) {
+    return data_error(fmt::format("{}: {}: {}", spec.where, role, s.error().message));
   }
-  // A bad label is named where the user can find it: file and line (csv),
-  // file and record (tfrecord), else its example number in the source.
-  auto place = [&](int64_t row) {
-    const int64_t id = row < std::ssize(b.ids) ? b.ids[static_cast<size_t>(row)] : row;
-    const std::string at = input.locate(id, true);
-    return at.empty() ? fmt::format("example {} of the source", id) : at;
+  auto place = [&](size_t output, int64_t row) {
+    return value_place(input, id_of(row), ExampleValue{.label = true, .output = output});
   };
   if (Status s = check_batch_labels(b, program_, place); !s) {
     return data_error(fmt::format("{}: {}: {}", spec.where, role, s.error().message));

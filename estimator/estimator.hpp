@@ -13,6 +13,7 @@
 
 #include "engine/base/job_spec.hpp"
 #include "datasets/pipeline.hpp"
+#include "datasets/source.hpp"
 #include "datasets/tabular.hpp"
 #include "datasets/text_vocab.hpp"
 #include "datasets/tokenizer.hpp"
@@ -97,10 +98,10 @@ Result<TokenVocabularyPtr> load_text_folder_vocabulary(const JobSpec& job, bool*
 // the largest id count of the columns of the model input the embedding reads,
 // text vocabularies and category ids, from load_csv_preprocessing()), and
 // every dense of `units: auto` the number of classes (text: that vocabulary
-// size; text_folder: its class folders; csv: the label's class names).
-// Returns the lines saying what was
-// chosen ("" when nothing was auto; what finds no text data stays auto, and
-// make_embedding / make_dense say what is missing).
+// size; text_folder, else image_folder: its class folders, listed without
+// reading a file; csv: the label's class names). Returns the lines saying
+// what was chosen ("" when nothing was auto; what finds no such data stays
+// auto, and make_embedding / make_dense say what is missing).
 Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyPtr* tokens = nullptr,
                                                   bool* tokens_built = nullptr);
 // model_dir/preprocessing.json: what csv columns learnt from data.train.
@@ -264,8 +265,10 @@ class Estimator {
   Status record_early_stop(const EarlyStopping& early);
   // A data error when a layer cannot take a value of the features (an
   // embedding's id out of range) or a sparse loss meets a label outside
-  // [0, classes).
-  // `input` (that gave the batch) names the example of a bad label.
+  // [0, classes): "<spec.where>: data.train: train.csv:14:3 (column
+  // \"city\"): id 57 of model.input is out of range for layer \"embed\"
+  // (input_dim 50: ids 0..49)". `input` (that gave the batch) names the place
+  // of the bad value in the data (value_place()).
   Status check_batch(const Batch& b, const DataSourceSpec& spec, const char* role, const Input& input) const;
   // The rows of a step of source d under the strategy (engine/base/batch_plan.hpp);
   // a config error when a replica would get none.
@@ -307,9 +310,10 @@ class Estimator {
   // tokenizes them, with its vocabulary; `class_names` gets its classes.
   Result<Tensor> read_predict_texts(const std::vector<std::string>& files, std::vector<std::string>& class_names);
   // predict --input rows.csv: the file's rows read as data.train's columns
-  // (a label column is optional); `class_names` gets data.train's.
-  // One tensor per model input (the columns of each, for several inputs).
-  Result<std::vector<Tensor>> read_predict_csv(const std::string& file, std::vector<std::string>& class_names);
+  // (a label column is optional), as a source (its gather() gives the
+  // features, and for several model inputs the columns of each; its locate()
+  // names a row's line); `class_names` gets data.train's.
+  Result<SourcePtr> read_predict_csv(const std::string& file, std::vector<std::string>& class_names);
 
   JobSpec job_;
   EstimatorOptions options_;

@@ -40,12 +40,14 @@ Status check_label_shapes(const Input& input, const Program& program, const std:
 }
 
 Status check_batch_labels(const Batch& batch, const Program& program,
-                          const std::function<std::string(int64_t row)>& example_place) {
+                          const std::function<std::string(size_t output, int64_t row)>& label_place) {
   for (size_t j = 0; j < program.outputs.size(); ++j) {
     const ProgramOutput& o = program.outputs[j];
     if (o.loss->name() != "sparse_softmax_cross_entropy") continue;
     const Tensor& labels = j == 0 ? batch.labels : batch.extra_labels.at(j - 1);
-    if (Status s = check_labels(labels, program.model->outputs()[j].shape, example_place); !s) {
+    std::function<std::string(int64_t)> place = nullptr;
+    if (label_place) place = [&label_place, j](int64_t row) { return label_place(j, row); };
+    if (Status s = check_labels(labels, program.model->outputs()[j].shape, place); !s) {
       if (o.name.empty()) return s;
       return data_error(fmt::format("output {} (labels \"{}\"): {}", o.name, o.labels, s.error().message));
     }

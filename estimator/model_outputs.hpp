@@ -29,9 +29,10 @@ Status check_label_shapes(const Input& input, const Program& program, const std:
 
 // Class ids in range for every sparse_softmax_cross_entropy output of a
 // batch (engine/losses/label_check.hpp); the error names the output, and
-// the example by `example_place` (of its row in the batch) when given.
+// the label by `label_place` (of the output's index and the row in the
+// batch) when given.
 Status check_batch_labels(const Batch& batch, const Program& program,
-                          const std::function<std::string(int64_t row)>& example_place = nullptr);
+                          const std::function<std::string(size_t output, int64_t row)>& label_place = nullptr);
 
 // The scalars of a summed StepOutput: "loss" (the total: the sum of weight x
 // each output's mean loss), then every metric by its tag ("accuracy";

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "estimator/estimator.hpp"
@@ -187,6 +188,7 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
   }
   // One tensor per model input, in the order of model.inputs().
   std::vector<Tensor> inputs;
+  SourcePtr csv_source;  // --input rows.csv
   if (texts) {
     auto x = read_predict_texts(image_files, class_names);
     if (!x) return x.error();
@@ -196,9 +198,14 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
     if (!x) return x.error();
     inputs.push_back(std::move(*x));
   } else if (csv_rows) {
-    auto x = read_predict_csv(input_path, class_names);
-    if (!x) return x.error();
-    inputs = std::move(*x);
+    auto source = read_predict_csv(input_path, class_names);
+    if (!source) return source.error();
+    csv_source = *source;
+    std::vector<int64_t> all(csv_source->size());
+    std::iota(all.begin(), all.end(), int64_t{0});
+    Batch b = csv_source->gather(all, 1.0f);  // the evaluation's scale and map: below
+    inputs.push_back(std::move(b.features));
+    for (Tensor& t : b.extra_features) inputs.push_back(std::move(t));
   } else if (model.num_inputs() == 1) {
     auto x = read_npy(input_path);
     if (!x) return x.error();
@@ -238,6 +245,19 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
     log_.info("predict: " + applied);
   }
   const int64_t n = inputs[0].rank() < 1 ? 0 : inputs[0].dim(0);
+  // Where value `position` of input k's example `example` is, for data
+  // errors: the csv line and column, the image or text file, the array's row.
+  auto place = [&](size_t k, int64_t example, int64_t position) -> std::string {
+    const std::string at = csv_source ? csv_source->locate(example, ExampleValue{.input = k, .position = position}) : "";
+    if (!at.empty()) return at;
+    if (!image_files.empty()) {
+      const std::string& file = image_files[static_cast<size_t>(example)];
+      return texts ? fmt::format("{}, token {}", file, position) : file;
+    }
+    const std::string array = model.num_inputs() > 1 ? fmt::format("{}: {}.npy", input_path, model.inputs()[k].name)
+                                                     : input_path;
+    return fmt::format("{}: row {}, position {}", array, example, position);
+  };
   for (size_t k = 0; k < inputs.size(); ++k) {
     const ModelInput& in = model.inputs()[k];
     const std::string where = model.num_inputs() > 1 ? fmt::format("{}: {}.npy", input_path, in.name) : input_path;
@@ -263,7 +283,9 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
       for (int64_t i = 0; i < x.numel(); ++i) {
         const double v = x[i];
         if (!(v == std::floor(v) && v >= -2147483648.0 && v <= 2147483647.0)) {
-          return data_error(fmt::format("{}: element {} is {}, not a token id ({}.dtype is int32)", where, i, x[i], key));
+          return data_error(fmt::format("{}: {} is not a token id ({}.dtype is int32, so features must be whole "
+                                        "numbers in int32's range)",
+                                        place(k, i / per_example, i % per_example), x[i], key));
         }
         out[i] = static_cast<int32_t>(v);
       }
@@ -286,9 +308,8 @@ Status Estimator::predict(const std::string& input_path, const std::string& outp
     Batch batch;
     batch.features = inputs[0].rows(b, e);
     for (size_t k = 1; k < inputs.size(); ++k) batch.extra_features.push_back(inputs[k].rows(b, e));
-    if (Status s = model.check_input(batch.features, batch.extra_features); !s) {
-      return data_error(fmt::format("{}: {} (examples {}..{} of the file)", input_path, s.error().message, b, e - 1));
-    }
+    const auto place_in_file = [&](size_t k, int64_t row, int64_t position) { return place(k, b + row, position); };
+    if (Status s = model.check_input(batch.features, batch.extra_features, place_in_file); !s) return s;
     const std::vector<Tensor> p = strategy_->predict_outputs(batch);
     for (size_t j = 0; j < outs.size(); ++j) outs[j].rows(b, e).copy_from(p[j]);
   }

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <numeric>
 
 #include "datasets/source.hpp"
 #include "estimator/estimator.hpp"
@@ -122,8 +121,7 @@ Result<TabularPtr> Estimator::evaluation_tabular() {
   return tabular_;
 }
 
-Result<std::vector<Tensor>> Estimator::read_predict_csv(const std::string& file,
-                                                        std::vector<std::string>& class_names) {
+Result<SourcePtr> Estimator::read_predict_csv(const std::string& file, std::vector<std::string>& class_names) {
   const std::optional<DataSourceSpec>& train = job_.data.train;
   if (!is_csv(train)) {
     return config_error(fmt::format("--input {}: CSV rows are read as data.train reads its columns, but this job's "
@@ -150,12 +148,7 @@ Result<std::vector<Tensor>> Estimator::read_predict_csv(const std::string& file,
   auto source = load_csv_source(spec, ctx);
   if (!source) return source.error();
   class_names = tabular->classes;
-  std::vector<int64_t> all((*source)->size());
-  std::iota(all.begin(), all.end(), int64_t{0});
-  Batch b = (*source)->gather(all, 1.0f);  // predict applies the evaluation's scale and map
-  std::vector<Tensor> inputs{std::move(b.features)};
-  for (Tensor& t : b.extra_features) inputs.push_back(std::move(t));
-  return inputs;
+  return source;
 }
 
 }  // namespace dtrain

@@ -3,12 +3,14 @@
 // chief, and read back by every later run that has a checkpoint (resume,
 // evaluate, predict). A first run that fails before its first checkpoint
 // leaves nothing that binds the next: its file is rebuilt and overwritten.
-// Also `input_dim: auto`: the vocabulary's size, resolved before the model
-// is built.
+// Also `input_dim: auto`: the vocabulary's size, and dense `units: auto`:
+// the class count (text_folder and image_folder class folders, the text
+// source's vocabulary), resolved before the model is built.
 #include <fmt/format.h>
 
 #include <filesystem>
 
+#include "datasets/image_folder_source.hpp"
 #include "datasets/source.hpp"
 #include "datasets/text_folder_source.hpp"
 #include "datasets/text_source.hpp"
@@ -27,21 +29,20 @@ namespace {
 
 bool is_text_folder(const std::optional<DataSourceSpec>& spec) { return spec && spec->format == "text_folder"; }
 bool is_text(const std::optional<DataSourceSpec>& spec) { return spec && spec->format == "text"; }
+bool is_image_folder(const std::optional<DataSourceSpec>& spec) { return spec && spec->format == "image_folder"; }
 bool is_csv(const std::optional<DataSourceSpec>& spec) { return spec && spec->format == "csv"; }
 
 // The model input an embedding reads directly: its one `inputs:` entry when
 // that names a model input, or the model's first input for the first layer
-// without inputs:; "" when it reads another layer. `*first`: whether it is
-// the model's first input.
-std::string input_read_by(const ModelSpec& model, const LayerSpec& l, bool* first) {
+// without inputs:; "" when it reads another layer.
+std::string input_read_by(const ModelSpec& model, const LayerSpec& l) {
   std::string name;
   if (l.inputs.empty()) {
     if (!model.layers.empty() && &model.layers.front() == &l) name = model.input_name;
   } else if (l.inputs.size() == 1) {
     name = l.inputs[0];
   }
-  *first = !name.empty() && name == model.input_name;
-  if (*first) return name;
+  if (!name.empty() && name == model.input_name) return name;
   for (const ModelInputSpec& in : model.extra_inputs) {
     if (in.name == name) return name;
   }
@@ -116,10 +117,24 @@ Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyP
   if (embeddings.empty() && denses.empty()) return std::string();
   int64_t size = 0, classes = 0;
   std::string from, classes_from;
-  const std::optional<DataSourceSpec>* folder = nullptr;
+  // The first text_folder (and image_folder) of data.train, eval, predict.
+  const std::optional<DataSourceSpec>*folder = nullptr, *images = nullptr;
   for (const std::optional<DataSourceSpec>* d : {&job.data.train, &job.data.eval, &job.data.predict}) {
     if (folder == nullptr && is_text_folder(*d)) folder = d;
+    if (images == nullptr && is_image_folder(*d)) images = d;
   }
+  auto role_of = [&](const std::optional<DataSourceSpec>* d) {
+    return d == &job.data.train ? "train" : d == &job.data.eval ? "eval" : "predict";
+  };
+  // units: auto of a class-folder format: the count of `names` (its classes), or its error.
+  auto class_folders = [&](const std::optional<DataSourceSpec>* d, const auto& names) -> Status {
+    const char* role = role_of(d);
+    auto listed = names(**d, SourceContext{job.base_dir, prefix(**d, role)});
+    if (!listed) return listed.error();
+    classes = static_cast<int64_t>(listed->size());
+    classes_from = fmt::format("the class folders of data.{}", role);
+    return Status::Ok();
+  };
   if (folder != nullptr) {
     if (!embeddings.empty()) {
       bool built = false;
@@ -131,11 +146,7 @@ Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyP
       from = built ? "data.train's training split" : token_vocabulary_path(job);
     }
     if (!denses.empty()) {
-      const char* role = folder == &job.data.train ? "train" : folder == &job.data.eval ? "eval" : "predict";
-      auto names = text_folder_class_names(**folder, SourceContext{job.base_dir, prefix(**folder, role)});
-      if (!names) return names.error();
-      classes = static_cast<int64_t>(names->size());
-      classes_from = fmt::format("the class folders of data.{}", role);
+      if (Status s = class_folders(folder, text_folder_class_names); !s) return s.error();
     }
   } else if (is_csv(job.data.train) || is_csv(job.data.eval) || is_csv(job.data.predict)) {
     std::string csv_from;
@@ -143,11 +154,9 @@ Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyP
     if (!pre) return pre.error();
     if (*pre) {
       // Per embedding: the ids of the columns of the model input it reads.
-      std::vector<LayerSpec*> resolved;
       std::string line;
       for (LayerSpec* l : embeddings) {
-        bool first = false;
-        const std::string input = input_read_by(job.model, *l, &first);
+        const std::string input = input_read_by(job.model, *l);
         if (input.empty()) continue;
         const int64_t n = (*pre)->id_count(job.model.extra_inputs.empty() ? std::string() : input);
         if (n == 0) continue;
@@ -184,6 +193,8 @@ Result<std::string> resolve_auto_vocabulary_sizes(JobSpec& job, TokenVocabularyP
     }
     classes = size;  // the labels are next-token ids
     classes_from = "the vocabulary of " + from;
+  } else if (images != nullptr && !denses.empty()) {
+    if (Status s = class_folders(images, image_folder_class_names); !s) return s.error();
   }
   std::string line;
   auto say = [&](const LayerSpec& l, const char* key, int64_t n, const std::string& what) {

@@ -93,8 +93,9 @@ std::span<const Field> dense_fields() {
   static const Field kFields[] = {
       custom<&DenseSpec::units>(
           "units",
-          "Number of output units. auto: the number of classes of the job's text data: the size of the vocabulary "
-          "for format text (its labels are next-token ids), the class folders for format text_folder.",
+          "Number of output units. auto: the number of classes of the job's data: the size of the vocabulary for "
+          "format text (its labels are next-token ids), the class folders (classes, else the sorted sub-folders of "
+          "dir) for format text_folder or image_folder.",
           "auto_int")
           .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "integer", "minimum": 1}]})")
           .need(),
@@ -109,8 +110,8 @@ std::span<const Field> dense_fields() {
 Result<std::unique_ptr<Layer>> make_dense(const LayerSpec& spec) {
   const auto& s = layer_options<DenseSpec>(spec);
   if (s.units == 0) {
-    return config_error("dense: units: auto takes the number of classes of the job's text data (format text or "
-                        "text_folder), and this job has none; give the number of units");
+    return config_error("dense: units: auto takes the number of classes of the job's data (format text, text_folder "
+                        "or image_folder), and this job has none; give the number of units");
   }
   if (s.units < 1) return config_error(fmt::format("dense: units must be >= 1; got {}", s.units));
   return std::unique_ptr<Layer>(std::make_unique<Dense>(s.units, s.use_bias, s.kernel_initializer, s.bias_initializer));

@@ -23,21 +23,19 @@ Result<Shape> Embedding::build(const Shape& input) {
 
 std::vector<ParamSpec> Embedding::params() const { return {{"embeddings", {input_dim_, output_dim_}, init_, true}}; }
 
-Status Embedding::check_input(const Tensor& x) const {
+Status Embedding::check_input(const Tensor& x, const InputCheck& at) const {
   // A host tensor: host_data()/data() refuse (and abort on) anything else.
   const int32_t* ints = x.dtype() == DType::i32 ? x.host_data<int32_t>() : nullptr;
   const float* floats = ints == nullptr ? x.data() : nullptr;
-  const int64_t batch = x.rank() == 0 ? 1 : x.dim(0);
-  const int64_t per = batch == 0 ? 1 : std::max<int64_t>(1, x.numel() / batch);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const int64_t row =
         ints != nullptr ? kernels::embedding_row(ints[i], input_dim_) : kernels::embedding_row(floats[i], input_dim_);
     if (row >= 0) continue;
     const bool integral = ints != nullptr || (std::isfinite(floats[i]) && floats[i] == std::floor(floats[i]));
     const std::string value = ints != nullptr ? std::to_string(ints[i]) : fmt::format("{}", floats[i]);
-    return data_error(fmt::format("id {} at example {}, position {} {}", value, i / per, i % per,
-                                  integral ? fmt::format("is out of range for input_dim {}", input_dim_)
-                                           : std::string("is not an integer token id")));
+    return data_error(fmt::format("{}: id {} of {} {} for layer \"{}\" (input_dim {}: ids 0..{})", at.place_of(x, i),
+                                  value, at.input, integral ? "is out of range" : "is not a whole number", at.layer,
+                                  input_dim_, input_dim_ - 1));
   }
   return Status::Ok();
 }

@@ -7,7 +7,7 @@
 //   y: (B, ..., output_dim)
 // An id that is not an integer in [0, input_dim) is never read through: its
 // output row is NaN and it adds nothing to the gradient. check_input() reports
-// it as a data error before that, naming the example and position.
+// it as a data error before that, naming where the id is in the data.
 // Ids are not differentiable: dx, when asked for, is zero-filled (float32,
 // x's shape), so a reshape before the embedding passes back zeros.
 // Float32 under every compute type (a lookup and a scatter-add).
@@ -37,10 +37,11 @@ class Embedding : public Layer {
   // embeddings (input_dim, output_dim), trainable.
   std::vector<ParamSpec> params() const override;
   // x: host tensor. A kData error for the first id that is not an integer in
-  // [0, input_dim), e.g. "id 12 at example 3, position 5 is out of range
-  // for input_dim 10" (examples count from 0 within the batch; positions
-  // index the flattened example).
-  Status check_input(const Tensor& x) const override;
+  // [0, input_dim), e.g. "train.csv:14:3 (column \"city\"): id 57 of
+  // model.input is out of range for layer \"embed\" (input_dim 50: ids 0..49)"
+  // (without at.place: "example 3, position 5: ...", the row in the batch
+  // and the position in the flattened example).
+  Status check_input(const Tensor& x, const InputCheck& at) const override;
   bool takes_token_ids() const override { return true; }
   void forward(const ForwardContext& ctx, std::span<Tensor> params, const Tensor& x, Tensor& y,
                LayerCache& cache) const override;

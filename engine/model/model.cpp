@@ -5,6 +5,7 @@
 #include <optional>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cassert>
 #include <map>
 #include <set>
@@ -356,7 +357,7 @@ bool Model::check_token_ids(const Model& model, const Layer& layer, const std::v
   return !inputs.empty() && !layer.takes_token_ids() && layer.ops().empty() && holds_ids(inputs[0]);
 }
 
-Status Model::check_input(const Tensor& features, std::span<const Tensor> extra) const {
+Status Model::check_input(const Tensor& features, std::span<const Tensor> extra, const ValuePlace& place) const {
   assert(extra.size() + 1 == inputs_.size());
   for (size_t k = 0; k < inputs_.size(); ++k) {
     const Tensor& t = k == 0 ? features : extra[k - 1];
@@ -379,10 +380,14 @@ Status Model::check_input(const Tensor& features, std::span<const Tensor> extra)
       if (reads == 0) reads = r;
     }
     if (reads == 0) continue;
-    const Tensor& data = reads == 1 ? features : extra[reads - 2];
-    if (Status s = e.layer->check_input(data); !s) {
-      return data_error(fmt::format("layer {} ({}): {}", e.name, e.layer->type(), s.error().message));
+    const size_t input = reads - 1;
+    const Tensor& data = input == 0 ? features : extra[input - 1];
+    InputCheck at{e.name, inputs_.size() == 1 ? std::string("model.input") : "model.inputs." + inputs_[input].name};
+    if (place) {
+      const int64_t per = data.rank() == 0 || data.dim(0) == 0 ? 1 : std::max<int64_t>(1, data.numel() / data.dim(0));
+      at.place = [&place, input, per](int64_t i) { return place(input, i / per, i % per); };
     }
+    if (Status s = e.layer->check_input(data, at); !s) return s;
     raw[k] = e.layer->ops().empty() ? reads : 0;
   }
   return Status::Ok();

@@ -114,14 +114,21 @@ class Model {
   // compute type that ctx's backend cannot run (engine/ops/support.hpp).
   Status check_support(const ops::Context& ctx) const;
 
+  // Where value `position` (the flat position in one example) of model input
+  // `input` (an index of inputs()) in row `row` of a batch is in the data:
+  // "train.csv:14:3 (column \"city\")".
+  using ValuePlace = std::function<std::string(size_t input, int64_t row, int64_t position)>;
   // Checks a batch's values against the layers that read them as they are in
   // the data (the first layer, and the next while those before it only
-  // re-view the input): a kData error such as "layer embedding (embedding):
-  // id 12 at example 3, position 5 is out of range for input_dim 10".
-  // features: host tensor (B, input_shape...) of input_dtype(); extra: the
-  // other inputs' host tensors, in the order of inputs(). Another dtype than
-  // the input's is a kData error naming both.
-  Status check_input(const Tensor& features, std::span<const Tensor> extra = {}) const;
+  // re-view the input; Layer::check_input): a kData error such as
+  // "<place>: id 57 of model.input is out of range for layer \"embed\"
+  // (input_dim 50: ids 0..49)", its place from `place` (null: "example 3,
+  // position 5", the row in the batch). One pass over each input a layer
+  // checks. features: host tensor (B, input_shape...) of input_dtype();
+  // extra: the other inputs' host tensors, in the order of inputs(). Another
+  // dtype than the input's is a kData error naming both.
+  Status check_input(const Tensor& features, std::span<const Tensor> extra = {},
+                     const ValuePlace& place = nullptr) const;
 
   // A ReplicaState on ctx.device with gradient and activation slots sized
   // for this model; values are left empty for the strategy to fill.

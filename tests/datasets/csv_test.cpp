@@ -396,5 +396,41 @@ TEST_CASE("csv typed columns: errors name the place and say what to do") {
   CHECK(e.message == "data: columns[0]: max_categories applies to type category, not number");
 }
 
+// Data errors found after loading (a label or id out of the model's range)
+// name the line and the field: a feature position names the column holding it
+// (a category's one-hot features all name its column), on the line where that
+// field begins when a quoted field spans lines.
+TEST_CASE("csv: locate names the line, the field and the column of a label or feature") {
+  TempDir tmp;
+  data_testing::write_text(tmp.file("data.csv"), kTable);
+  DataSourceSpec spec = typed_spec();
+  spec.path = "data.csv";
+  auto source = load_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE_MESSAGE(source.ok(), source.error().message);
+  const std::string path = tmp.file("data.csv");
+  const ExampleSource& s = **source;
+  CHECK(s.locate(1, ExampleValue{}) == path + ":3");
+  CHECK(s.locate(1, ExampleValue{.label = true}) == path + ":3:4 (column \"species\")");
+  // features: age | unknown red blue green (color) | size
+  CHECK(s.locate(2, ExampleValue{.position = 0}) == path + ":4:1 (column \"age\")");
+  CHECK(s.locate(2, ExampleValue{.position = 1}) == path + ":4:2 (column \"color\")");
+  CHECK(s.locate(2, ExampleValue{.position = 4}) == path + ":4:2 (column \"color\")");
+  CHECK(s.locate(4, ExampleValue{.position = 5}) == path + ":6:3 (column \"size\")");
+  CHECK(s.locate(4, ExampleValue{.position = 6}) == path + ":6");  // past the features: the row
+  CHECK(s.locate(5, ExampleValue{}).empty());                       // no such row
+
+  // No header: columns by 1-based field; a quoted field over two lines moves the fields after it.
+  data_testing::write_text(tmp.file("plain.csv"), "1,2,0\n\"3\n\",4,1\n5,6,0\n");
+  DataSourceSpec plain = csv_spec("plain.csv");
+  plain.header = false;
+  auto lines = load_csv_source(plain, SourceContext{tmp.dir(), "p: "});
+  REQUIRE_MESSAGE(lines.ok(), lines.error().message);
+  const std::string plain_path = tmp.file("plain.csv");
+  CHECK((*lines)->locate(1, ExampleValue{.position = 0}) == plain_path + ":2:1 (column 1)");
+  CHECK((*lines)->locate(1, ExampleValue{.position = 1}) == plain_path + ":3:2 (column 2)");
+  CHECK((*lines)->locate(1, ExampleValue{.label = true}) == plain_path + ":3:3 (column 3)");
+  CHECK((*lines)->locate(2, ExampleValue{.position = 1}) == plain_path + ":4:2 (column 2)");
+}
+
 }  // namespace
 }  // namespace dtrain

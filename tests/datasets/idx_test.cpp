@@ -147,6 +147,13 @@ TEST_CASE("idx: generic dtypes: int16 and float32 arrays, 2-D labels as targets,
   CHECK(b.features.to_vector() == std::vector<float>{0.5f, -1.0f, 150.0f, -16384.0f, 0.0f, 3.5f});
   CHECK(b.labels.shape() == Shape{2, 2});
   CHECK(b.labels.to_vector() == std::vector<float>{0.5f, -1.0f, 2.0f, 3.0f});
+
+  // Data errors name the file, the item and the position in it.
+  auto input = make_input(spec, InputOptions{"", 2, 0});
+  REQUIRE_MESSAGE(input.ok(), input.error().message);
+  CHECK((*input)->locate(1, ExampleValue{.position = 2}) == tmp.file("x.idx") + ": item 1, position 2");
+  CHECK((*input)->locate(1, ExampleValue{}) == tmp.file("x.idx") + ": item 1");
+  CHECK((*input)->locate(0, ExampleValue{.label = true}) == tmp.file("y.idx") + ": item 0");
 }
 
 }  // namespace

@@ -216,3 +216,89 @@ TEST_CASE("npz: one array per model input, by name, on 1 and 3 gathering threads
 
 }  // namespace
 }  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+// Data errors found after loading (an id out of an embedding's range, a
+// feature that is not a token id) name the file, the array and the row, and
+// for an example of several values the flat position in it.
+TEST_CASE("npy/npz: locate names the file, the array, the row and the position") {
+  const std::string dir = npy_dir();
+  DataSourceSpec spec;
+  spec.format = "npy";
+  spec.images = "u1.npy";  // (4, 2, 3)
+  spec.labels = "labels.npy";
+  auto npy = load_source(spec, SourceContext{dir, ""});
+  REQUIRE_MESSAGE(npy.ok(), npy.error().message);
+  CHECK((*npy)->locate(2, ExampleValue{}) == dir + "/u1.npy: row 2");
+  CHECK((*npy)->locate(2, ExampleValue{.position = 4}) == dir + "/u1.npy: row 2, position 4");
+  CHECK((*npy)->locate(3, ExampleValue{.label = true}) == dir + "/labels.npy: row 3");
+  CHECK((*npy)->locate(3, ExampleValue{.input = 1, .position = 0}).empty());  // no second input
+
+  spec = DataSourceSpec{};
+  spec.format = "npz";
+  spec.path = dir + "/stored.npz";
+  spec.features_array = "x";
+  spec.labels_array = "y";
+  auto npz = load_source(spec, SourceContext{});
+  REQUIRE_MESSAGE(npz.ok(), npz.error().message);
+  CHECK((*npz)->locate(1, ExampleValue{.position = 5}) == dir + "/stored.npz: array \"x\", row 1, position 5");
+  CHECK((*npz)->locate(1, ExampleValue{}) == dir + "/stored.npz: array \"x\", row 1");
+  CHECK((*npz)->locate(0, ExampleValue{.label = true}) == dir + "/stored.npz: array \"y\", row 0");
+
+  // One array per model input: input k is the array of its name; a row of one
+  // value names no position.
+  spec.path = dir + "/deflated.npz";
+  SourceContext named{};
+  named.inputs = {"x", "y"};
+  auto arrays = load_source(spec, named);
+  REQUIRE_MESSAGE(arrays.ok(), arrays.error().message);
+  CHECK((*arrays)->locate(3, ExampleValue{.input = 1, .position = 1}) ==
+        dir + "/deflated.npz: array \"y\", row 3, position 1");
+  CHECK((*arrays)->locate(3, ExampleValue{.input = 0, .position = 2}) ==
+        dir + "/deflated.npz: array \"x\", row 3, position 2");
+  CHECK((*arrays)->locate(0, ExampleValue{.input = 2, .position = 0}).empty());
+  CHECK((*arrays)->locate(2, ExampleValue{.label = true}) == dir + "/deflated.npz: array \"y\", row 2");
+
+  // Several outputs: a label names its own output's array.
+  SourceContext outputs{};
+  outputs.outputs = {"a", "b"};
+  outputs.label_names = {"y", "x"};
+  auto labelled = load_source(spec, outputs);
+  REQUIRE_MESSAGE(labelled.ok(), labelled.error().message);
+  CHECK((*labelled)->locate(1, ExampleValue{.label = true, .output = 1}) == dir + "/deflated.npz: array \"x\", row 1");
+  CHECK((*labelled)->locate(1, ExampleValue{.label = true}) == dir + "/deflated.npz: array \"y\", row 1");
+  CHECK((*labelled)->locate(1, ExampleValue{.label = true, .output = 2}).empty());
+}
+
+// An int32 input over float values: the first value that is not a whole
+// number stops the batch, named by array, row and position.
+TEST_CASE("npz: a feature that is not a token id is a data error naming the array, row and position") {
+  DataSourceSpec spec;
+  spec.format = "npz";
+  spec.path = npy_dir() + "/deflated.npz";  // x: uint8 (4, 2, 3); y: float32 (4, 2)
+  spec.labels_array = "y";
+  spec.repeat = false;
+  spec.prefetch = 0;
+  spec.where = "job.yaml:3:3";
+  InputOptions options;
+  options.global_batch = 4;
+  options.name = "data.train";
+  options.input_names = {"x", "y"};
+  options.extra_feature_dtypes = {DType::i32};
+  auto input = make_input(spec, options);
+  REQUIRE_MESSAGE(input.ok(), input.error().message);
+  auto b = (*input)->next();
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.error().kind == ErrorKind::kData);
+  CHECK(b.error().message == "job.yaml:3:3: data.train: " + npy_dir() +
+                                 "/deflated.npz: array \"y\", row 0, position 0: 0.18518938 is not a token id "
+                                 "(model.inputs.y.dtype is int32, so features must be whole numbers in int32's range)");
+  // value_place() names the example where the input cannot say.
+  CHECK(value_place(**input, 2, ExampleValue{.input = 5, .position = 1}) == "example 2 of the source, position 1");
+  CHECK(value_place(**input, 2, ExampleValue{.label = true}) == npy_dir() + "/deflated.npz: array \"y\", row 2");
+}
+
+}  // namespace
+}  // namespace dtrain

@@ -132,5 +132,31 @@ TEST_CASE("tfrecord spec: variable-length features are padded with the default")
   CHECK(decode_example("\xff\xff", layout, f, &y, "r").error().message == "r: not a tf.Example (protobuf parse failed)");
 }
 
+// Data errors found after loading name the file, the record and the feature
+// holding a value (the input features are concatenated in spec order), with
+// its position in a feature of several values.
+TEST_CASE("tfrecord spec: locate names the record and the feature of a value") {
+  const std::string path = data_testing::tfrecord_dir() + "/plain.tfrecord";
+  auto load = load_tfrecord_examples(data_testing::generated_spec(path), SourceContext{});
+  REQUIRE_MESSAGE(load.ok(), load.error().message);
+  const ExampleSource& s = *load->source;
+  // image [2, 3, 1] (positions 0..5), vals [3] (6..8), var [4] (9..12), weight [] (13)
+  CHECK(s.locate(3, ExampleValue{}) == path + ": record 3");
+  CHECK(s.locate(3, ExampleValue{.label = true}) == path + ": record 3 (feature \"label\")");
+  CHECK(s.locate(3, ExampleValue{.position = 4}) == path + ": record 3 (feature \"image\", position 4)");
+  CHECK(s.locate(3, ExampleValue{.position = 7}) == path + ": record 3 (feature \"vals\", position 1)");
+  CHECK(s.locate(3, ExampleValue{.position = 9}) == path + ": record 3 (feature \"var\", position 0)");
+  CHECK(s.locate(3, ExampleValue{.position = 13}) == path + ": record 3 (feature \"weight\")");
+
+  // One feature per model input: input k's feature, by its own positions.
+  ExampleLayout layout;
+  layout.inputs = {data_testing::feature("ids", "int64", {5}), data_testing::feature("dense", "float", {})};
+  layout.input_shapes = {{5}, {1}};
+  layout.label = data_testing::feature("y", "int64", {});
+  CHECK(feature_of_value(layout, ExampleValue{.input = 0, .position = 3}) == " (feature \"ids\", position 3)");
+  CHECK(feature_of_value(layout, ExampleValue{.input = 1, .position = 0}) == " (feature \"dense\")");
+  CHECK(feature_of_value(layout, ExampleValue{.input = 2, .position = 0}).empty());
+}
+
 }  // namespace
 }  // namespace dtrain

@@ -247,6 +247,14 @@ def test_csv_text_errors_are_located(tmp_path):
     (tmp_path / "bad3.yaml").write_text(bad)
     r = run_dtrain("train", tmp_path / "bad3.yaml", "--no-eval")
     assert r.returncode == 2 and "a text column needs data's max_length" in r.stderr, r.stderr
+    # An embedding too small for a column's ids: the id is named in the file, in its input's column.
+    bad = job.read_text().replace("name: product_embed, type: embedding, input_dim: auto",
+                                  "name: product_embed, type: embedding, input_dim: 3")
+    (tmp_path / "bad4.yaml").write_text(bad)
+    r = run_dtrain("train", tmp_path / "bad4.yaml", "--no-eval")
+    assert r.returncode == 3, r.stderr
+    assert re.search(rf"{d}/train.csv:\d+:2 \(column \"product\"\): id [345] of model.inputs.product is out of range "
+                     r"for layer \"product_embed\" \(input_dim 3: ids 0..2\)", r.stderr), r.stderr
     # Invalid UTF-8 in a text field: file, line and column.
     text = (d / "train.csv").read_bytes()
     line = text.count(b"\n") + 1

@@ -176,8 +176,8 @@ def test_errors_of_several_outputs(job, tmp_path):
     out = run_dtrain("train", path, "--model-dir", tmp_path / "m", "--no-eval")
     assert out.returncode == 3, out.stderr
     assert out.stderr.endswith(f"dtrain: {path}:12:10: data.train: output cls (labels \"classes\"): label 5 at "
-                               "example 54 of the source is out of range for 4 classes (class ids are 0..3)\n"), \
-        out.stderr
+                               f"{tmp_path / 'train.npz'}: array \"classes\", row 54 is out of range for 4 classes "
+                               "(class ids are 0..3)\n"), out.stderr
     # predict needs .npy or .csv for --output (one file per output beside it).
     out = run_dtrain("predict", path, "--model-dir", tmp_path / "m", "--input", tmp_path / "x.npy", "--output",
                      tmp_path / "p.npz")

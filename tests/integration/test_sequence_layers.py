@@ -157,8 +157,8 @@ def test_embedding_id_out_of_range_is_a_data_error(tmp_path):
     out = train(job)
     assert out.returncode == 3, out.stderr
     assert out.stderr.splitlines()[-1] == (
-        f"dtrain: {job}:15:10: data.train: layer embedding (embedding): id 20 at example 5, position 5 is out of "
-        "range for input_dim 20 (examples 32..63 of the source)")
+        f"dtrain: {job}:15:10: data.train: {ids}: row 37, position 5: id 20 of model.input is out of range for layer "
+        "\"embedding\" (input_dim 20: ids 0..19)")
 
     # predict reads its own file: the same check, naming that file.
     good_ids, _ = write_token_data(tmp_path / "good", n=64)
@@ -171,14 +171,14 @@ def test_embedding_id_out_of_range_is_a_data_error(tmp_path):
     np.save(bad, arr)
     out = run_dtrain("predict", fixed, "--input", bad, "--output", tmp_path / "p.npy")
     assert out.returncode == 3, out.stderr
-    assert out.stderr == (f"dtrain: {bad}: layer embedding (embedding): id -1 at example 3, position 0 is out of "
-                          "range for input_dim 20 (examples 0..63 of the file)\n")
+    assert out.stderr == (f"dtrain: {bad}: row 3, position 0: id -1 of model.input is out of range for layer "
+                          "\"embedding\" (input_dim 20: ids 0..19)\n")
 
 
 def test_ids_that_are_not_whole_numbers_are_a_data_error(tmp_path):
     """npy features read by an int32 input are converted to ids batch by batch;
     a value that is not a whole number stops training (exit 3) naming the
-    example and position, and predict says the same of its own file."""
+    file, row and position, and predict says the same of its own file."""
     ids, labels = write_token_data(tmp_path / "data", n=64)
     arr = np.load(ids).astype(np.float32)
     arr[40, 2] = 2.5
@@ -189,12 +189,12 @@ def test_ids_that_are_not_whole_numbers_are_a_data_error(tmp_path):
     out = train(job)
     assert out.returncode == 3, out.stderr
     assert out.stderr.splitlines()[-1] == (
-        f"dtrain: {job}:15:10: data.train: example 40, position 2: 2.5 is not a token id (model.input.dtype is "
-        "int32, so features must be whole numbers)")
+        f"dtrain: {job}:15:10: data.train: {tmp_path / 'frac.npy'}: row 40, position 2: 2.5 is not a token id "
+        "(model.input.dtype is int32, so features must be whole numbers in int32's range)")
     fixed = tmp_path / "fixed.yaml"
     fixed.write_text(job.read_text().replace(str(tmp_path / "frac.npy"), str(ids)))
     assert train(fixed, "--set", "run.max_steps=2", "--no-eval").returncode == 0
     out = run_dtrain("predict", fixed, "--input", tmp_path / "frac.npy", "--output", tmp_path / "p.npy")
     assert out.returncode == 3, out.stderr
-    assert out.stderr == (f"dtrain: {tmp_path / 'frac.npy'}: element {40 * 8 + 2} is 2.5, not a token id "
-                          "(model.input.dtype is int32)\n")
+    assert out.stderr == (f"dtrain: {tmp_path / 'frac.npy'}: row 40, position 2: 2.5 is not a token id "
+                          "(model.input.dtype is int32, so features must be whole numbers in int32's range)\n")

@@ -85,24 +85,33 @@ TEST_CASE("embedding: forward gathers rows for int32 and float32 ids alike; back
   }
 }
 
-TEST_CASE("embedding: an id that is out of range or not an integer is a data error naming example and position") {
+TEST_CASE("embedding: an id that is out of range or not an integer is a data error naming its place, input and layer") {
   Embedding e = make_embedding(10, 3);
   REQUIRE(e.build({4}).ok());
-  CHECK(e.check_input(Tensor::from({2, 4}, {0, 1, 2, 3, 9, 8, 7, 0})).ok());
-  CHECK(e.check_input(int_ids({2, 4}, {0, 1, 2, 3, 9, 8, 7, 0})).ok());
-  const auto message = [&](const Tensor& x) {
-    const Status s = e.check_input(x);
+  const InputCheck at{"embed", "model.input"};
+  CHECK(e.check_input(Tensor::from({2, 4}, {0, 1, 2, 3, 9, 8, 7, 0}), at).ok());
+  CHECK(e.check_input(int_ids({2, 4}, {0, 1, 2, 3, 9, 8, 7, 0}), at).ok());
+  const auto message = [&](const Tensor& x, const InputCheck& where) {
+    const Status s = e.check_input(x, where);
     REQUIRE_FALSE(s.ok());
     CHECK(s.error().kind == ErrorKind::kData);
     return s.error().message;
   };
-  CHECK(message(Tensor::from({2, 4}, {0, 1, 2, 3, 9, 10, 7, 0})) ==
-        "id 10 at example 1, position 1 is out of range for input_dim 10");
-  CHECK(message(int_ids({2, 4}, {0, 1, -3, 3, 9, 8, 7, 0})) ==
-        "id -3 at example 0, position 2 is out of range for input_dim 10");
-  CHECK(message(Tensor::from({2, 4}, {0, 1, 2, 3, 9, 8, 2.5f, 0})) ==
-        "id 2.5 at example 1, position 2 is not an integer token id");
-  CHECK(message(Tensor::from({1, 4}, {0, NAN, 2, 3})) == "id nan at example 0, position 1 is not an integer token id");
+  // Without a place: the row of the batch and the position in the example.
+  CHECK(message(Tensor::from({2, 4}, {0, 1, 2, 3, 9, 10, 7, 0}), at) ==
+        "example 1, position 1: id 10 of model.input is out of range for layer \"embed\" (input_dim 10: ids 0..9)");
+  CHECK(message(int_ids({2, 4}, {0, 1, -3, 3, 9, 8, 7, 0}), at) ==
+        "example 0, position 2: id -3 of model.input is out of range for layer \"embed\" (input_dim 10: ids 0..9)");
+  CHECK(message(Tensor::from({2, 4}, {0, 1, 2, 3, 9, 8, 2.5f, 0}), at) ==
+        "example 1, position 2: id 2.5 of model.input is not a whole number for layer \"embed\" (input_dim 10: ids "
+        "0..9)");
+  CHECK(message(Tensor::from({1, 4}, {0, NAN, 2, 3}), at) ==
+        "example 0, position 1: id nan of model.input is not a whole number for layer \"embed\" (input_dim 10: ids "
+        "0..9)");
+  // With a place: the data's name for the flat index of the bad id.
+  const InputCheck located{"embed", "model.inputs.city", [](int64_t i) { return "train.csv:" + std::to_string(i + 2); }};
+  CHECK(message(int_ids({2, 4}, {0, 1, 2, 3, 9, 8, 57, 0}), located) ==
+        "train.csv:8: id 57 of model.inputs.city is out of range for layer \"embed\" (input_dim 10: ids 0..9)");
 }
 
 TEST_CASE("embedding: forward on bad ids gives NaN rows, reads nothing out of bounds, adds nothing to the gradient") {
@@ -152,7 +161,16 @@ TEST_CASE("embedding: Model::check_input reaches the embedding through layers th
   const Status bad = (*model)->check_input(int_ids({1, 2, 3}, {0, 1, 2, 3, 4, 5}));
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().kind == ErrorKind::kData);
-  CHECK(bad.error().message == "layer embedding (embedding): id 5 at example 0, position 5 is out of range for input_dim 5");
+  CHECK(bad.error().message ==
+        "example 0, position 5: id 5 of model.input is out of range for layer \"embedding\" (input_dim 5: ids 0..4)");
+  // The caller's place of a value: the model input, the row and the flat position in the input's example.
+  const auto place = [](size_t input, int64_t row, int64_t position) {
+    return "input " + std::to_string(input) + " row " + std::to_string(row) + " position " + std::to_string(position);
+  };
+  const Status placed = (*model)->check_input(int_ids({2, 2, 3}, {0, 1, 2, 3, 4, 0, 0, 1, 2, 3, 7, 0}), {}, place);
+  REQUIRE_FALSE(placed.ok());
+  CHECK(placed.error().message ==
+        "input 0 row 1 position 4: id 7 of model.input is out of range for layer \"embedding\" (input_dim 5: ids 0..4)");
 
   LayerSpec dense = default_layer_spec("dense");
   layer_options<DenseSpec>(dense).units = 6;

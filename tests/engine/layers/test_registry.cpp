@@ -87,8 +87,8 @@ TEST_CASE("registry: errors") {
   LayerSpec d = spec("dense");
   layer_options<DenseSpec>(d).units = 0;  // units: auto left unresolved
   CHECK(make_layer(d).error().message ==
-        "dense: units: auto takes the number of classes of the job's text data (format text or text_folder), and "
-        "this job has none; give the number of units");
+        "dense: units: auto takes the number of classes of the job's data (format text, text_folder or "
+        "image_folder), and this job has none; give the number of units");
   layer_options<DenseSpec>(d).units = -2;
   CHECK(make_layer(d).error().message == "dense: units must be >= 1; got -2");
   LayerSpec c = spec("conv2d");
