@@ -144,7 +144,7 @@ def main():
     ap.add_argument("--build-root", required=True, type=Path)
     ap.add_argument("--source-root", required=True, type=Path)
     ap.add_argument("--bin", action="append", default=[], type=Path, help="executable for bin/")
-    ap.add_argument("--lib", action="append", default=[], type=Path, help="our own library for lib/ (the CUDA module)")
+    ap.add_argument("--lib", action="append", default=[], type=Path, help="our own library for lib/ (the CUDA and SentencePiece modules)")
     ap.add_argument("--test", action="append", default=[], type=Path, help="test or benchmark executable for tests/")
     ap.add_argument("--refuse", help="print this and fail (a build that cannot make the bundle)")
     args = ap.parse_args()
