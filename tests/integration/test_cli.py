@@ -6,7 +6,7 @@ import re
 from conftest import SOURCE_ROOT, run_dtrain
 
 SUBCOMMANDS = ["train", "evaluate", "predict", "export", "validate", "schema", "devices", "inspect", "runs", "data", "cluster", "launch", "server", "version"]
-DATA_SUBCOMMANDS = ["fetch", "convert", "inspect", "bench"]
+DATA_SUBCOMMANDS = ["fetch", "convert", "inspect", "bench", "sentencepiece"]
 
 
 def help_subcommands():
