@@ -28,6 +28,8 @@ class CsvReader {
   int64_t field_line(size_t i) const { return field_lines_[i]; }
   // Line on which the last record began.
   int64_t record_line() const { return field_lines_.empty() ? line_ : field_lines_[0]; }
+  // Bytes of the text consumed so far.
+  size_t position() const { return pos_; }
 
  private:
   bool at_end() const { return pos_ >= text_.size(); }

@@ -4,7 +4,11 @@
 // category (one-hot over the vocabulary of data.train, or its id) or text
 // (token ids, padded or truncated), an optional reshape of each row's
 // features, and for a model of several inputs the columns of each input.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -141,10 +145,170 @@ struct CsvPlaces {
   }
 };
 
+// One feature column as load_csv_source keeps it: compact, encoded into a
+// batch's features only when the batch is gathered (a one-hot category is
+// one id per row, not 1 + categories floats; a text is its token ids, not
+// max_length floats).
+struct EncodedColumn {
+  enum Kind { kNumber, kOneHot, kId, kText } kind = kNumber;
+  size_t input = 0;     // the model input whose features it gives
+  int64_t offset = 0;   // its first feature in that input's example
+  std::vector<float> numbers;  // kNumber: per row, missing ones filled
+  // kOneHot, kId: per row the vocabulary id; kText: every row's token ids,
+  // row i's at [starts[i], starts[i + 1]), at most `length` of them.
+  std::vector<int32_t> ids;
+  std::vector<int64_t> starts;
+  int64_t length = 0;  // kText: max_length
+
+  // Writes row i's features at `to` (its input's example, zeroed).
+  void encode(int64_t i, float* to) const {
+    const auto r = static_cast<size_t>(i);
+    switch (kind) {
+      case kNumber: to[offset] = numbers[r]; break;
+      case kOneHot: to[offset + ids[r]] = 1.0f; break;
+      case kId: to[offset] = static_cast<float>(ids[r]); break;
+      case kText:
+        for (int64_t t = starts[r]; t < starts[r + 1]; ++t) {
+          to[offset + t - starts[r]] = static_cast<float>(ids[static_cast<size_t>(t)]);
+        }
+        break;
+    }
+  }
+};
+
+// A csv file's examples, encoded batch by batch from its columns. Immutable.
+class CsvSource final : public ExampleSource {
+ public:
+  CsvSource(std::vector<EncodedColumn> columns, std::vector<Shape> shapes, std::vector<float> labels,
+            std::vector<float> weights, std::string name, std::vector<std::string> classes, std::string summary,
+            ExampleLocator locate)
+      : columns_(std::move(columns)),
+        shapes_(std::move(shapes)),
+        labels_(std::move(labels)),
+        weights_(std::move(weights)),
+        name_(std::move(name)),
+        classes_(std::move(classes)),
+        summary_(std::move(summary)),
+        locate_(std::move(locate)) {}
+
+  int64_t size() const override { return static_cast<int64_t>(labels_.size()); }
+  Shape feature_shape() const override { return shapes_[0]; }
+  Shape label_shape() const override { return {}; }
+  std::vector<Shape> extra_feature_shapes() const override { return {shapes_.begin() + 1, shapes_.end()}; }
+  std::string describe() const override { return name_; }
+  bool has_weights() const override { return !weights_.empty(); }
+  std::vector<std::string> class_names() const override { return classes_; }
+  std::string summary() const override { return summary_; }
+  std::string locate(int64_t id, const ExampleValue& value) const override { return locate_(id, value); }
+
+  Batch gather(const std::vector<int64_t>& indices, float scale) const override {
+    const auto b = static_cast<int64_t>(indices.size());
+    std::vector<Tensor> features;
+    for (const Shape& s : shapes_) {
+      Shape batched{b};
+      batched.insert(batched.end(), s.begin(), s.end());
+      features.push_back(Tensor::zeros(batched, DType::f32, kHost));
+    }
+    Batch out{features[0], Tensor(Shape{b}), indices};
+    for (size_t k = 1; k < features.size(); ++k) out.extra_features.push_back(features[k]);
+    std::vector<float*> data;
+    std::vector<int64_t> widths;
+    for (size_t k = 0; k < features.size(); ++k) {
+      data.push_back(features[k].data());
+      widths.push_back(num_elements(shapes_[k]));
+    }
+    if (!weights_.empty()) out.weights = Tensor(Shape{b});
+    for (int64_t r = 0; r < b; ++r) {
+      const int64_t i = indices[static_cast<size_t>(r)];
+      for (const EncodedColumn& c : columns_) c.encode(i, data[c.input] + r * widths[c.input]);
+      out.labels.data()[r] = labels_[static_cast<size_t>(i)];
+      if (!weights_.empty()) out.weights.data()[r] = weights_[static_cast<size_t>(i)];
+    }
+    if (scale != 1.0f) {
+      for (size_t k = 0; k < features.size(); ++k) {
+        for (int64_t j = 0; j < b * widths[k]; ++j) data[k][j] *= scale;
+      }
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<EncodedColumn> columns_;
+  const std::vector<Shape> shapes_;  // per model input, one example's
+  const std::vector<float> labels_, weights_;  // per row; weights empty without data.*.weight
+  const std::string name_;
+  const std::vector<std::string> classes_;
+  const std::string summary_;
+  const ExampleLocator locate_;
+};
+
 bool is_na(std::string_view field, const std::vector<std::string>& na_values) {
   const std::string_view t = trim(field);
   return std::any_of(na_values.begin(), na_values.end(), [&](const std::string& na) { return t == na; });
 }
+
+// A csv file's bytes: a plain file mapped read-only (its pages released as
+// the reader passes them), a .gz file decompressed into memory.
+class MappedText {
+ public:
+  static Result<MappedText> open(const std::string& path) {
+    MappedText m;
+    if (path.size() < 3 || path.compare(path.size() - 3, 3, ".gz") != 0) {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      struct stat st {};
+      if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        m.size_ = static_cast<size_t>(st.st_size);
+        void* p = m.size_ == 0 ? nullptr : ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        ::close(fd);
+        if (p != MAP_FAILED) {
+          m.map_ = static_cast<char*>(p);
+          if (m.map_ != nullptr) ::madvise(m.map_, m.size_, MADV_SEQUENTIAL);
+          return m;
+        }
+        m.size_ = 0;
+      } else if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+    auto bytes = read_data_file(path);  // .gz, or what cannot be mapped: its errors name the file
+    if (!bytes) return bytes.error();
+    m.whole_ = std::move(*bytes);
+    return m;
+  }
+  MappedText() = default;
+  MappedText(MappedText&& o) noexcept { *this = std::move(o); }
+  MappedText& operator=(MappedText&& o) noexcept {
+    std::swap(map_, o.map_);
+    std::swap(size_, o.size_);
+    std::swap(released_, o.released_);
+    std::swap(whole_, o.whole_);
+    return *this;
+  }
+  ~MappedText() {
+    if (map_ != nullptr) ::munmap(map_, size_);
+  }
+
+  std::string_view text() const {
+    return map_ != nullptr ? std::string_view(map_, size_)
+                           : std::string_view(reinterpret_cast<const char*>(whole_.data()), whole_.size());
+  }
+  // The pages of a mapping before byte `pos` of `text` (a view of text()
+  // that may start later, after a BOM) are given back, every 16 MiB.
+  void release_before(std::string_view text, size_t pos) {
+    if (map_ == nullptr) return;
+    constexpr size_t kStep = size_t{16} << 20;
+    const size_t end = static_cast<size_t>(text.data() - map_) + pos;
+    if (end < released_ + 2 * kStep) return;
+    const size_t upto = (end - kStep) / kStep * kStep;  // page aligned, a step behind the reader
+    ::madvise(map_ + released_, upto - released_, MADV_DONTNEED);
+    released_ = upto;
+  }
+
+ private:
+  char* map_ = nullptr;
+  size_t size_ = 0, released_ = 0;
+  std::vector<uint8_t> whole_;
+};
 
 // The feature columns of `spec` (or of the fitted preprocessing, which
 // names them as data.train's file did), found in this file.
@@ -219,9 +383,11 @@ Result<RawCsv> read_csv(const DataSourceSpec& spec, const SourceContext& ctx) {
   RawCsv raw;
   raw.path = resolve_source_path(spec.path, ctx.base_dir);
   const std::string& path = raw.path;
-  auto bytes = read_data_file(path);
+  // A plain file is mapped and read once, front to back, its pages dropped
+  // behind the reader: the file is never held whole. A .gz file is read whole.
+  auto bytes = MappedText::open(path);
   if (!bytes) return bytes.error();
-  std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+  std::string_view text = bytes->text();
   if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
   CsvReader reader(text, spec.delimiter[0], path);
 
@@ -351,6 +517,7 @@ Result<RawCsv> read_csv(const DataSourceSpec& spec, const SourceContext& ctx) {
     if (!got) return got.error();
     if (!*got) break;
     if (Status s = take_row(); !s) return s.error();
+    bytes->release_before(text, reader.position());
   }
   if (raw.rows == 0) return data_error(path + ": no data rows (only a header)");
   return raw;
@@ -516,46 +683,50 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
     feature_shape = spec.feature_shape;
   }
 
-  // The features of each input, row by row: numbers (missing ones filled),
-  // categories one-hot or as ids, text as token ids.
-  std::vector<std::vector<float>> features(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) features[i].assign(static_cast<size_t>(rows * widths[i]), 0.0f);
+  // Each column as compactly as it is read (numbers filled, category ids,
+  // token ids up to each text's length); CsvSource encodes batches from them.
+  std::vector<EncodedColumn> encoded(raw.columns.size());
   std::vector<int64_t> offsets(inputs.size(), 0);
   int64_t unknown_tokens = 0;
   for (size_t k = 0; k < raw.columns.size(); ++k) {
-    const RawColumn& r = raw.columns[k];
+    RawColumn& r = raw.columns[k];
     const TabularColumn& c = pre.columns[k];
-    std::vector<float>& f = features[input_of[k]];
-    const int64_t w = widths[input_of[k]], offset = offsets[input_of[k]];
+    EncodedColumn& e = encoded[k];
+    e.input = input_of[k];
+    e.offset = offsets[input_of[k]];
+    offsets[input_of[k]] += c.width();
     if (c.text()) {
+      e.kind = EncodedColumn::kText;
+      e.length = c.max_length;
       const TextTokenizer& tokenizer = c.tokens->text_tokenizer();
+      e.starts.reserve(static_cast<size_t>(rows) + 1);
+      e.starts.push_back(0);
       for (int64_t i = 0; i < rows; ++i) {
-        const std::vector<int32_t> ids =
-            token_ids(*c.tokens, field_tokens(tokenizer, r.texts[static_cast<size_t>(i)]), c.max_length,
-                      &unknown_tokens);
-        for (int64_t t = 0; t < c.max_length; ++t) {
-          f[static_cast<size_t>(i * w + offset + t)] = static_cast<float>(ids[static_cast<size_t>(t)]);
+        std::string& text = r.texts[static_cast<size_t>(i)];
+        const std::vector<std::string> tokens = field_tokens(tokenizer, text);
+        const size_t n = std::min(tokens.size(), static_cast<size_t>(c.max_length));
+        for (size_t t = 0; t < n; ++t) {
+          const int32_t id = c.tokens->id(tokens[t]);
+          unknown_tokens += id == TokenVocabulary::kUnk ? 1 : 0;
+          e.ids.push_back(id);
         }
+        e.starts.push_back(static_cast<int64_t>(e.ids.size()));
+        std::string().swap(text);  // the text is not needed again
       }
     } else if (c.category()) {
+      e.kind = c.category_id() ? EncodedColumn::kId : EncodedColumn::kOneHot;
       std::vector<int32_t> ids(r.values.size());  // seen value -> vocabulary id
       for (size_t v = 0; v < r.values.size(); ++v) ids[v] = c.id(r.values[v]);
+      e.ids.resize(static_cast<size_t>(rows));
       for (int64_t i = 0; i < rows; ++i) {
         const int32_t seen = r.seen[static_cast<size_t>(i)];
-        const int32_t id = seen < 0 ? c.fill_id : ids[static_cast<size_t>(seen)];
-        if (c.category_id()) {
-          f[static_cast<size_t>(i * w + offset)] = static_cast<float>(id);
-        } else {
-          f[static_cast<size_t>(i * w + offset + id)] = 1.0f;
-        }
+        e.ids[static_cast<size_t>(i)] = seen < 0 ? c.fill_id : ids[static_cast<size_t>(seen)];
       }
     } else {
-      for (int64_t i = 0; i < rows; ++i) {
-        const float v = r.numbers[static_cast<size_t>(i)];
-        f[static_cast<size_t>(i * w + offset)] = std::isnan(v) ? c.fill_number.value_or(0.0f) : v;
-      }
+      e.kind = EncodedColumn::kNumber;
+      e.numbers = std::move(r.numbers);
+      for (float& v : e.numbers) v = std::isnan(v) ? c.fill_number.value_or(0.0f) : v;
     }
-    offsets[input_of[k]] += c.width();
   }
 
   // The labels: numbers as written, or the ids of class names.
@@ -592,13 +763,8 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
     }
   }
 
-  Shape fshape{rows};
-  fshape.insert(fshape.end(), feature_shape.begin(), feature_shape.end());
-  std::vector<Tensor> all_features;
-  all_features.push_back(Tensor::from(fshape, features[0]));
-  for (size_t i = 1; i < inputs.size(); ++i) all_features.push_back(Tensor::from(Shape{rows, widths[i]}, features[i]));
-  std::vector<Tensor> all_labels;
-  all_labels.push_back(Tensor::from(Shape{rows}, labels));
+  std::vector<Shape> shapes{feature_shape};
+  for (size_t i = 1; i < inputs.size(); ++i) shapes.push_back(Shape{widths[i]});
   // Data errors found later (a label out of the model's range, a feature that
   // is not a token id) name the line and the field.
   auto located = std::make_shared<CsvPlaces>();
@@ -620,9 +786,9 @@ Result<SourcePtr> load_csv_source(const DataSourceSpec& spec, const SourceContex
                               int64_t id, const ExampleValue& value) { return located->locate(id, value); };
   std::string summary = pre.worth_saving() ? pre.describe() : "";
   if (unknown_tokens > 0) summary += fmt::format("; {} tokens read as <unk>", unknown_tokens);
-  return make_tensor_source(std::move(all_features), std::move(all_labels), path, {0},
-                            raw.weight_col ? Tensor::from(Shape{rows}, raw.weights) : Tensor(), pre.classes,
-                            std::move(summary), std::move(locate));
+  return SourcePtr(std::make_shared<CsvSource>(std::move(encoded), std::move(shapes), std::move(labels),
+                                               std::move(raw.weights), path, pre.classes, std::move(summary),
+                                               std::move(locate)));
 }
 
 }  // namespace dtrain

@@ -60,12 +60,14 @@ Result<ClassFolderFiles> list_files(const DataSourceSpec& spec, const SourceCont
   return out;
 }
 
-// The examples of one split, read whole. Immutable.
+// The examples of one split: each file's token ids up to max_length, kept
+// without their padding (padded as a batch is gathered). Immutable.
 class TextFolderSource final : public ExampleSource {
  public:
-  TextFolderSource(std::vector<int32_t> ids, std::vector<float> labels, int64_t length, std::string name,
-                   std::string summary, std::vector<std::string> classes)
+  TextFolderSource(std::vector<int32_t> ids, std::vector<int64_t> starts, std::vector<float> labels, int64_t length,
+                   std::string name, std::string summary, std::vector<std::string> classes)
       : ids_(std::move(ids)),
+        starts_(std::move(starts)),
         labels_(std::move(labels)),
         length_(length),
         name_(std::move(name)),
@@ -85,15 +87,17 @@ class TextFolderSource final : public ExampleSource {
     const auto b = static_cast<int64_t>(indices.size());
     Batch out{token_tensor({b, length_}), Tensor(Shape{b}), indices};
     for (int64_t r = 0; r < b; ++r) {
-      const int64_t i = indices[static_cast<size_t>(r)];
-      put_tokens(out.features, r * length_, ids_.data() + i * length_, length_);
-      out.labels.data()[r] = labels_[static_cast<size_t>(i)];
+      const auto i = static_cast<size_t>(indices[static_cast<size_t>(r)]);
+      // token_tensor is zeros: <pad> after the file's ids.
+      put_tokens(out.features, r * length_, ids_.data() + starts_[i], starts_[i + 1] - starts_[i]);
+      out.labels.data()[r] = labels_[i];
     }
     return out;
   }
 
  private:
-  const std::vector<int32_t> ids_;  // (N, length) row-major
+  const std::vector<int32_t> ids_;      // every file's ids (at most length each), file after file
+  const std::vector<int64_t> starts_;   // file i's at [starts_[i], starts_[i + 1])
   const std::vector<float> labels_;  // (N) class ids
   const int64_t length_;
   const std::string name_, summary_;
@@ -223,6 +227,7 @@ Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const Sour
   if (!listed) return listed.error();
   const int64_t length = spec.max_length;
   std::vector<int32_t> ids;
+  std::vector<int64_t> starts{0};
   std::vector<float> labels;
   std::vector<int64_t> per_class;
   int64_t tokens_total = 0, truncated = 0, unknown = 0;
@@ -233,7 +238,9 @@ Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const Sour
       tokens_total += static_cast<int64_t>(tokens->size());
       truncated += static_cast<int64_t>(tokens->size()) > length ? 1 : 0;
       const std::vector<int32_t> row = token_ids(*vocabulary, *tokens, length, &unknown);
-      ids.insert(ids.end(), row.begin(), row.end());
+      const auto n = static_cast<std::ptrdiff_t>(std::min<size_t>(tokens->size(), static_cast<size_t>(length)));
+      ids.insert(ids.end(), row.begin(), row.begin() + n);
+      starts.push_back(static_cast<int64_t>(ids.size()));
       labels.push_back(static_cast<float>(k));
     }
     per_class.push_back(static_cast<int64_t>(listed->files[k].size()));
@@ -250,7 +257,8 @@ Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const Sour
       tokens_total, tokenizer_name(tokenizer.kind), static_cast<double>(tokens_total) / static_cast<double>(n), length,
       truncated, vocabulary->size(), vocabulary->tokens().size(), tokenizer_name(vocabulary->tokenizer()));
   if (unknown > 0) summary += fmt::format(", {} tokens read as <unk>", unknown);
-  return SourcePtr(std::make_shared<TextFolderSource>(std::move(ids), std::move(labels), length, listed->dir,
+  return SourcePtr(std::make_shared<TextFolderSource>(std::move(ids), std::move(starts), std::move(labels), length,
+                                                      listed->dir,
                                                       std::move(summary), std::move(listed->classes)));
 }
 

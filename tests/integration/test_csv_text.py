@@ -262,3 +262,41 @@ def test_csv_text_errors_are_located(tmp_path):
     r = run_dtrain("train", job, "--no-eval")
     assert r.returncode == 3, r.stderr
     assert f"{d}/train.csv:{line}:1: invalid UTF-8 at byte 3 of the field (column \"review\")" in r.stderr, r.stderr
+
+
+def test_a_wide_one_hot_csv_is_encoded_batch_by_batch_in_little_memory(tmp_path):
+    """200,000 rows of a category of 2,000 values: one-hot float32 features
+    held whole would take 1.5 GiB; the columns are kept as ids and encoded
+    per batch."""
+    from conftest import dtrain_bin, peak_rss_command, read_peak_rss_kib
+    import subprocess
+    rng = np.random.default_rng(3)
+    n, k = 200_000, 2000
+    item = rng.integers(0, k, n)
+    x = rng.normal(0, 1, n)
+    label = ((item % 2) ^ (x > 0)).astype(int)
+    path = tmp_path / "wide.csv"
+    with open(path, "w") as f:
+        f.write("item,x,label\n")
+        f.writelines(f"i{a},{b:.3f},{c}\n" for a, b, c in zip(item, x, label))
+    job = tmp_path / "wide.yaml"
+    job.write_text(f"""
+model:
+  input: {{shape: [{k + 2}]}}
+  layers: [{{type: dense, units: 2}}]
+optimizer: {{type: adam, learning_rate: 0.05}}
+data:
+  train: {{format: csv, path: {path}, label_column: label, batch_size: 256, shuffle: 10000,
+          columns: [{{name: item, type: category}}, x]}}
+run: {{model_dir: {tmp_path / 'm'}, max_steps: 100, save_checkpoints_steps: 100, log_step_count_steps: 50, seed: 1}}
+""")
+    report = tmp_path / "peak-rss"
+    proc = subprocess.run(peak_rss_command([dtrain_bin(), "train", job, "--no-eval", "--log-format", "plain"], report),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"item category ({k} values + unknown)" in proc.stderr, proc.stderr[:3000]
+    peak = read_peak_rss_kib(report) * 1024
+    whole = n * (k + 2) * 4
+    print(f"\nwide csv: {n} rows x {k + 2} one-hot features ({whole / 2**20:.0f} MiB as float32): "
+          f"peak RSS {peak / 2**20:.0f} MiB")
+    assert peak < 300 * 2**20
