@@ -9,6 +9,7 @@
 
 #include "datasets/file_glob.hpp"
 #include "datasets/source.hpp"
+#include "datasets/text_folder_source.hpp"
 #include "engine/host_memory.hpp"
 
 namespace dtrain {
@@ -62,7 +63,20 @@ StreamObstacle stream_obstacle(const DataSourceSpec& spec, const InputOptions& o
 }
 
 bool resolves_to_stream(const DataSourceSpec& spec, const InputOptions& options) {
+  if (streams_by_itself(spec.format)) return false;
   return spec.stream.value_or(stream_obstacle(spec, options) == StreamObstacle::kNone);
+}
+
+bool streams_by_itself(const std::string& format) { return format == "text_folder"; }
+
+bool reads_as_training_goes(const DataSourceSpec& spec, int64_t bytes, std::optional<int64_t> room) {
+  if (spec.stream) return *spec.stream;
+  return room && bytes > *room / 4;
+}
+
+bool reads_as_training_goes(const DataSourceSpec& spec, int64_t bytes) {
+  const auto room = detect_memory_room();
+  return reads_as_training_goes(spec, bytes, room ? std::optional<int64_t>(room->bytes) : std::nullopt);
 }
 
 std::string stream_reason(const DataSourceSpec& spec, const InputOptions& options) {
@@ -75,6 +89,16 @@ std::string describe_stream_choice(const DataSourceSpec& spec, const InputOption
                                    const std::optional<DataSize>& size, std::optional<int64_t> room,
                                    const std::string& room_source) {
   if (spec.format == "synthetic" || spec.format == "synthetic_sequence") return "";
+  if (streams_by_itself(spec.format) && size) {
+    const bool goes = reads_as_training_goes(spec, size->bytes, room);
+    std::string line = fmt::format("{}: {} {} file{}, {}: ", options.name, size->files, spec.format,
+                                   size->files == 1 ? "" : "s", size_text(size->bytes));
+    line += goes ? "files read and tokenized as training goes" : "token ids held in memory";
+    if (spec.stream) return line + (*spec.stream ? " (stream: true)" : " (stream: false)");
+    if (!room) return line + " (stream: auto: memory available unknown)";
+    return line + fmt::format(" (stream: auto: {} a quarter of the {} of memory available ({}))",
+                              goes ? "more than" : "at most", size_text(*room), room_source);
+  }
   const StreamObstacle obstacle = stream_obstacle(spec, options);
   const bool stream = resolves_to_stream(spec, options);
   const bool cache = stream && spec.cache == "memory";
@@ -101,7 +125,20 @@ std::string describe_stream_choice(const DataSourceSpec& spec, const InputOption
 
 std::string stream_choice_line(const DataSourceSpec& spec, const InputOptions& options) {
   std::optional<DataSize> size;
-  if (spec.format != "image_folder" && spec.format != "text_folder") {
+  if (spec.format == "text_folder") {
+    auto listed = list_text_folder_files(spec, SourceContext{options.base_dir, ""}, spec.split);
+    if (!listed) return "";
+    size = DataSize{};
+    for (const auto& files : listed->files) {
+      for (const std::string& f : files) {
+        std::error_code ec;
+        const auto bytes = std::filesystem::file_size(f, ec);
+        if (ec) return "";
+        size->files += 1;
+        size->bytes += static_cast<int64_t>(bytes);
+      }
+    }
+  } else if (spec.format != "image_folder") {
     // Every file the spec names; the loaders say which of them they read.
     std::vector<std::string> files;
     for (const std::string* p : {&spec.images, &spec.labels, &spec.path}) {

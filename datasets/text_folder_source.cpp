@@ -12,6 +12,7 @@
 #include <map>
 
 #include "datasets/class_folders.hpp"
+#include "datasets/stream_choice.hpp"
 #include "datasets/token_ids.hpp"
 #include "datasets/utf8.hpp"
 #include "engine/io/file_util.hpp"
@@ -99,6 +100,53 @@ class TextFolderSource final : public ExampleSource {
   const std::vector<int32_t> ids_;      // every file's ids (at most length each), file after file
   const std::vector<int64_t> starts_;   // file i's at [starts_[i], starts_[i + 1])
   const std::vector<float> labels_;  // (N) class ids
+  const int64_t length_;
+  const std::string name_, summary_;
+  const std::vector<std::string> classes_;
+};
+
+// The examples of one split read from their files batch by batch: only the
+// paths are held. A file that cannot be read or is not UTF-8 is the batch's
+// error (ErrorException), naming it. Immutable.
+class TextFileSource final : public ExampleSource {
+ public:
+  TextFileSource(std::vector<std::pair<std::string, float>> files, TokenVocabularyPtr vocabulary, int64_t length,
+                 std::string name, std::string summary, std::vector<std::string> classes)
+      : files_(std::move(files)),
+        vocabulary_(std::move(vocabulary)),
+        length_(length),
+        name_(std::move(name)),
+        summary_(std::move(summary)),
+        classes_(std::move(classes)) {}
+
+  int64_t size() const override { return static_cast<int64_t>(files_.size()); }
+  Shape feature_shape() const override { return {length_}; }
+  Shape label_shape() const override { return {}; }
+  std::string describe() const override { return name_; }
+  std::string summary() const override { return summary_; }
+  std::vector<std::string> class_names() const override { return classes_; }
+  DType feature_dtype() const override { return kTokenDType; }
+  std::string locate(int64_t id, const ExampleValue&) const override {
+    return id >= 0 && id < size() ? files_[static_cast<size_t>(id)].first : "";
+  }
+
+  Batch gather(const std::vector<int64_t>& indices, float) const override {
+    const auto b = static_cast<int64_t>(indices.size());
+    Batch out{token_tensor({b, length_}), Tensor(Shape{b}), indices};
+    for (int64_t r = 0; r < b; ++r) {
+      const auto& file = files_[static_cast<size_t>(indices[static_cast<size_t>(r)])];
+      auto tokens = read_text_file_tokens(file.first, vocabulary_->text_tokenizer());
+      if (!tokens) throw ErrorException{tokens.error()};
+      const std::vector<int32_t> ids = token_ids(*vocabulary_, *tokens, length_);
+      put_tokens(out.features, r * length_, ids.data(), length_);
+      out.labels.data()[r] = file.second;
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<std::pair<std::string, float>> files_;  // path, class id
+  const TokenVocabularyPtr vocabulary_;
   const int64_t length_;
   const std::string name_, summary_;
   const std::vector<std::string> classes_;
@@ -226,6 +274,28 @@ Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const Sour
   auto listed = list_files(spec, ctx, spec.split);
   if (!listed) return listed.error();
   const int64_t length = spec.max_length;
+  int64_t bytes = 0;
+  for (const auto& files : listed->files) {
+    for (const std::string& path : files) {
+      std::error_code ec;
+      bytes += static_cast<int64_t>(fs::file_size(path, ec));
+    }
+  }
+  if (reads_as_training_goes(spec, bytes)) {
+    std::vector<std::pair<std::string, float>> files;
+    std::string counts;
+    for (size_t k = 0; k < listed->files.size(); ++k) {
+      for (const std::string& path : listed->files[k]) files.emplace_back(path, static_cast<float>(k));
+      counts += fmt::format("{}{} {} ({})", k == 0 ? "" : ", ", k, listed->classes[k], listed->files[k].size());
+    }
+    std::string summary = fmt::format(
+        "text_folder {}: {} files{} in {} classes: {}; read and tokenized ({}) as training goes, padded or truncated "
+        "to {}; vocabulary {} ids",
+        listed->dir, files.size(), spec.holdout > 0 ? fmt::format(" ({} split)", spec.split) : "",
+        listed->classes.size(), counts, tokenizer_name(tokenizer.kind), length, vocabulary->size());
+    return SourcePtr(std::make_shared<TextFileSource>(std::move(files), vocabulary, length, listed->dir,
+                                                      std::move(summary), std::move(listed->classes)));
+  }
   std::vector<int32_t> ids;
   std::vector<int64_t> starts{0};
   std::vector<float> labels;

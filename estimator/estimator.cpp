@@ -211,9 +211,11 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
   } else if (std::find(stream_told_.begin(), stream_told_.end(), name) == stream_told_.end()) {
     stream_told_.push_back(name);
     // Logged where it tells something: where streaming is a choice
-    // (tfrecord), or where data read whole may not fit (its warning).
+    // (tfrecord), where data read whole may not fit (its warning), or where
+    // text_folder data is read from disk as training goes.
     const std::string line = stream_choice_line(spec, input_options);
-    if (!line.empty() && (spec.format == "tfrecord" || line.find("more than half") != std::string::npos)) {
+    if (!line.empty() && (spec.format == "tfrecord" || line.find("more than half") != std::string::npos ||
+                          line.find("as training goes") != std::string::npos)) {
       log_.info(line);
     }
   }

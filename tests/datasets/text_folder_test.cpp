@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "data_test_util.hpp"
+#include "datasets/stream_choice.hpp"
 #include "datasets/text_folder_source.hpp"
 #include "datasets/token_ids.hpp"
 #include "datasets/tokenizer.hpp"
@@ -181,6 +182,37 @@ TEST_CASE("text_folder errors name the file or the key") {
   auto tok = load_text_folder_source(bad, SourceContext{"", "data.train: "});
   REQUIRE_FALSE(tok.ok());
   CHECK(tok.error().message == "data.train: tokenizer \"bpe\" is not one of word, char, sentencepiece");
+}
+
+}  // namespace
+}  // namespace dtrain
+
+namespace dtrain {
+namespace {
+
+TEST_CASE("text_folder reads as training goes with stream: true, or under auto when its files pass a quarter of memory") {
+  DataSourceSpec spec = folder_spec("texts", 8);
+  CHECK_FALSE(reads_as_training_goes(spec, 100, int64_t{1000}));
+  CHECK_FALSE(reads_as_training_goes(spec, 250, int64_t{1000}));
+  CHECK(reads_as_training_goes(spec, 251, int64_t{1000}));
+  CHECK_FALSE(reads_as_training_goes(spec, int64_t{1} << 40, std::nullopt));  // room unknown: held
+  spec.stream = true;
+  CHECK(reads_as_training_goes(spec, 1, int64_t{1000}));
+  spec.stream = false;
+  CHECK_FALSE(reads_as_training_goes(spec, 900, int64_t{1000}));
+  CHECK(streams_by_itself("text_folder"));
+  CHECK_FALSE(resolves_to_stream(spec, InputOptions{}));  // never make_stream_input's path
+
+  spec.stream.reset();
+  InputOptions options;
+  options.name = "data.train";
+  const DataSize size{120, 3 << 20};
+  CHECK(describe_stream_choice(spec, options, size, int64_t{8} << 20, "MemAvailable") ==
+        "data.train: 120 text_folder files, 3.0 MiB: files read and tokenized as training goes (stream: auto: more "
+        "than a quarter of the 8.0 MiB of memory available (MemAvailable))");
+  CHECK(describe_stream_choice(spec, options, size, int64_t{64} << 20, "MemAvailable") ==
+        "data.train: 120 text_folder files, 3.0 MiB: token ids held in memory (stream: auto: at most a quarter of the "
+        "64.0 MiB of memory available (MemAvailable))");
 }
 
 }  // namespace

@@ -278,3 +278,31 @@ def test_sentencepiece_errors(tmp_path):
     assert r.returncode == 3 and f"{tmp_path}/latin1.txt: invalid UTF-8 at byte offset 3" in r.stderr, r.stderr
     r = run_dtrain("data", "sentencepiece", "--out", tmp_path / "x.model")
     assert r.returncode == 2 and "give text files or --dir" in r.stderr, r.stderr
+
+
+def test_stream_true_reads_the_files_as_training_goes_with_the_same_result(tmp_path):
+    d = tmp_path / "texts"
+    make_folder(d, per_class=30)
+    results = {}
+    for stream in ("true", "false"):
+        m = tmp_path / f"m-{stream}"
+        job = job_file(tmp_path, d, m, steps=40, extra=f", stream: {stream}", name=f"{stream}.yaml")
+        r = run_dtrain("train", job, "--log-format", "plain")
+        assert r.returncode == 0, r.stderr[-3000:]
+        if stream == "true":
+            assert re.search(r"data\.train: \d+ text_folder files, [0-9.]+ MiB: files read and tokenized as training "
+                             r"goes \(stream: true\)", r.stderr), r.stderr
+            assert "read and tokenized (word) as training goes" in r.stderr
+        results[stream] = json.loads((m / "eval" / "metrics-40.json").read_text())["metrics"]
+    assert results["true"] == results["false"]
+
+    # A file that is not UTF-8, read only when its batch is: the error names it.
+    other = tmp_path / "other"
+    make_folder(other, per_class=3, seed=4)
+    (other / "sports" / "latin1.txt").write_bytes("caf\xe9 ole".encode("latin-1"))
+    job = job_file(tmp_path, d, tmp_path / "m-true", steps=40, extra=", stream: true", name="true.yaml")
+    text = job.read_text().replace(f"eval: {{format: text_folder, dir: {d}", f"eval: {{format: text_folder, dir: {other}")
+    job.write_text(text.replace(" holdout: 0.25, split: holdout,", ""))  # every file of `other`
+    r = run_dtrain("evaluate", job)
+    assert r.returncode == 3, r.stderr
+    assert f"{other}/sports/latin1.txt: invalid UTF-8 at byte offset 3" in r.stderr, r.stderr
