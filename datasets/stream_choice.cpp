@@ -124,23 +124,14 @@ std::string describe_stream_choice(const DataSourceSpec& spec, const InputOption
 }
 
 std::string stream_choice_line(const DataSourceSpec& spec, const InputOptions& options) {
-  std::optional<DataSize> size;
+  // The files the spec reads: text_folder's split, or every file the spec
+  // names (the loaders say which of them they read); none for image_folder.
+  std::vector<std::string> files;
   if (spec.format == "text_folder") {
     auto listed = list_text_folder_files(spec, SourceContext{options.base_dir, ""}, spec.split);
     if (!listed) return "";
-    size = DataSize{};
-    for (const auto& files : listed->files) {
-      for (const std::string& f : files) {
-        std::error_code ec;
-        const auto bytes = std::filesystem::file_size(f, ec);
-        if (ec) return "";
-        size->files += 1;
-        size->bytes += static_cast<int64_t>(bytes);
-      }
-    }
+    for (const auto& of_class : listed->files) files.insert(files.end(), of_class.begin(), of_class.end());
   } else if (spec.format != "image_folder") {
-    // Every file the spec names; the loaders say which of them they read.
-    std::vector<std::string> files;
     for (const std::string* p : {&spec.images, &spec.labels, &spec.path}) {
       if (!p->empty()) files.push_back(resolve_source_path(*p, options.base_dir));
     }
@@ -151,6 +142,9 @@ std::string stream_choice_line(const DataSourceSpec& spec, const InputOptions& o
       if (!matched) return "";
       files.insert(files.end(), matched->begin(), matched->end());
     }
+  }
+  std::optional<DataSize> size;
+  if (spec.format != "image_folder") {
     size = DataSize{};
     for (const std::string& f : files) {
       std::error_code ec;

@@ -61,58 +61,21 @@ Result<ClassFolderFiles> list_files(const DataSourceSpec& spec, const SourceCont
   return out;
 }
 
-// The examples of one split: each file's token ids up to max_length, kept
-// without their padding (padded as a batch is gathered). Immutable.
+// The examples of one split: each file (path and class id) and either its
+// token ids up to max_length, kept without their padding (padded as a batch
+// is gathered), or, read as training goes, nothing more: each batch's files
+// are then read and tokenized by gather(), a file that cannot be read or is
+// not UTF-8 being the batch's error (ErrorException), naming it. Immutable.
 class TextFolderSource final : public ExampleSource {
  public:
-  TextFolderSource(std::vector<int32_t> ids, std::vector<int64_t> starts, std::vector<float> labels, int64_t length,
-                   std::string name, std::string summary, std::vector<std::string> classes)
-      : ids_(std::move(ids)),
-        starts_(std::move(starts)),
-        labels_(std::move(labels)),
-        length_(length),
-        name_(std::move(name)),
-        summary_(std::move(summary)),
-        classes_(std::move(classes)) {}
-
-  int64_t size() const override { return static_cast<int64_t>(labels_.size()); }
-  Shape feature_shape() const override { return {length_}; }
-  Shape label_shape() const override { return {}; }
-  std::string describe() const override { return name_; }
-  std::string summary() const override { return summary_; }
-  std::vector<std::string> class_names() const override { return classes_; }
-  DType feature_dtype() const override { return kTokenDType; }
-
-  // `scale` is 1 (the loader rejects any other).
-  Batch gather(const std::vector<int64_t>& indices, float) const override {
-    const auto b = static_cast<int64_t>(indices.size());
-    Batch out{token_tensor({b, length_}), Tensor(Shape{b}), indices};
-    for (int64_t r = 0; r < b; ++r) {
-      const auto i = static_cast<size_t>(indices[static_cast<size_t>(r)]);
-      // token_tensor is zeros: <pad> after the file's ids.
-      put_tokens(out.features, r * length_, ids_.data() + starts_[i], starts_[i + 1] - starts_[i]);
-      out.labels.data()[r] = labels_[i];
-    }
-    return out;
-  }
-
- private:
-  const std::vector<int32_t> ids_;      // every file's ids (at most length each), file after file
-  const std::vector<int64_t> starts_;   // file i's at [starts_[i], starts_[i + 1])
-  const std::vector<float> labels_;  // (N) class ids
-  const int64_t length_;
-  const std::string name_, summary_;
-  const std::vector<std::string> classes_;
-};
-
-// The examples of one split read from their files batch by batch: only the
-// paths are held. A file that cannot be read or is not UTF-8 is the batch's
-// error (ErrorException), naming it. Immutable.
-class TextFileSource final : public ExampleSource {
- public:
-  TextFileSource(std::vector<std::pair<std::string, float>> files, TokenVocabularyPtr vocabulary, int64_t length,
-                 std::string name, std::string summary, std::vector<std::string> classes)
+  // The files' ids: file i's at ids[starts[i] .. starts[i + 1]); `ids` and
+  // `starts` empty: read as training goes, tokenized with `vocabulary`.
+  TextFolderSource(std::vector<std::pair<std::string, float>> files, std::vector<int32_t> ids,
+                   std::vector<int64_t> starts, TokenVocabularyPtr vocabulary, int64_t length, std::string name,
+                   std::string summary, std::vector<std::string> classes)
       : files_(std::move(files)),
+        ids_(std::move(ids)),
+        starts_(std::move(starts)),
         vocabulary_(std::move(vocabulary)),
         length_(length),
         name_(std::move(name)),
@@ -130,22 +93,30 @@ class TextFileSource final : public ExampleSource {
     return id >= 0 && id < size() ? files_[static_cast<size_t>(id)].first : "";
   }
 
+  // `scale` is 1 (the loader rejects any other).
   Batch gather(const std::vector<int64_t>& indices, float) const override {
     const auto b = static_cast<int64_t>(indices.size());
     Batch out{token_tensor({b, length_}), Tensor(Shape{b}), indices};
     for (int64_t r = 0; r < b; ++r) {
-      const auto& file = files_[static_cast<size_t>(indices[static_cast<size_t>(r)])];
-      auto tokens = read_text_file_tokens(file.first, vocabulary_->text_tokenizer());
-      if (!tokens) throw ErrorException{tokens.error()};
-      const std::vector<int32_t> ids = token_ids(*vocabulary_, *tokens, length_);
-      put_tokens(out.features, r * length_, ids.data(), length_);
-      out.labels.data()[r] = file.second;
+      const auto i = static_cast<size_t>(indices[static_cast<size_t>(r)]);
+      // token_tensor is zeros: <pad> after the file's ids.
+      if (!starts_.empty()) {
+        put_tokens(out.features, r * length_, ids_.data() + starts_[i], starts_[i + 1] - starts_[i]);
+      } else {
+        auto tokens = read_text_file_tokens(files_[i].first, vocabulary_->text_tokenizer());
+        if (!tokens) throw ErrorException{tokens.error()};
+        const std::vector<int32_t> ids = token_ids(*vocabulary_, *tokens, length_);
+        put_tokens(out.features, r * length_, ids.data(), length_);
+      }
+      out.labels.data()[r] = files_[i].second;
     }
     return out;
   }
 
  private:
   const std::vector<std::pair<std::string, float>> files_;  // path, class id
+  const std::vector<int32_t> ids_;     // every file's ids (at most length each), file after file
+  const std::vector<int64_t> starts_;  // file i's at [starts_[i], starts_[i + 1]); empty: read as training goes
   const TokenVocabularyPtr vocabulary_;
   const int64_t length_;
   const std::string name_, summary_;
@@ -274,62 +245,52 @@ Result<SourcePtr> load_text_folder_source(const DataSourceSpec& spec, const Sour
   auto listed = list_files(spec, ctx, spec.split);
   if (!listed) return listed.error();
   const int64_t length = spec.max_length;
+  std::vector<std::pair<std::string, float>> files;  // path, class id
+  std::string counts;  // "0 neg (45), 1 pos (45)"
   int64_t bytes = 0;
-  for (const auto& files : listed->files) {
-    for (const std::string& path : files) {
+  for (size_t k = 0; k < listed->files.size(); ++k) {
+    for (const std::string& path : listed->files[k]) {
+      files.emplace_back(path, static_cast<float>(k));
       std::error_code ec;
       bytes += static_cast<int64_t>(fs::file_size(path, ec));
     }
+    counts += fmt::format("{}{} {} ({})", k == 0 ? "" : ", ", k, listed->classes[k], listed->files[k].size());
   }
-  if (reads_as_training_goes(spec, bytes)) {
-    std::vector<std::pair<std::string, float>> files;
-    std::string counts;
-    for (size_t k = 0; k < listed->files.size(); ++k) {
-      for (const std::string& path : listed->files[k]) files.emplace_back(path, static_cast<float>(k));
-      counts += fmt::format("{}{} {} ({})", k == 0 ? "" : ", ", k, listed->classes[k], listed->files[k].size());
-    }
-    std::string summary = fmt::format(
-        "text_folder {}: {} files{} in {} classes: {}; read and tokenized ({}) as training goes, padded or truncated "
-        "to {}; vocabulary {} ids",
-        listed->dir, files.size(), spec.holdout > 0 ? fmt::format(" ({} split)", spec.split) : "",
-        listed->classes.size(), counts, tokenizer_name(tokenizer.kind), length, vocabulary->size());
-    return SourcePtr(std::make_shared<TextFileSource>(std::move(files), vocabulary, length, listed->dir,
-                                                      std::move(summary), std::move(listed->classes)));
-  }
+  const auto n = static_cast<int64_t>(files.size());
+  const std::string head = fmt::format("text_folder {}: {} files{} in {} classes: {}; ", listed->dir, n,
+                                       spec.holdout > 0 ? fmt::format(" ({} split)", spec.split) : "",
+                                       listed->classes.size(), counts);
   std::vector<int32_t> ids;
-  std::vector<int64_t> starts{0};
-  std::vector<float> labels;
-  std::vector<int64_t> per_class;
-  int64_t tokens_total = 0, truncated = 0, unknown = 0;
-  for (size_t k = 0; k < listed->files.size(); ++k) {
-    for (const std::string& path : listed->files[k]) {
-      auto tokens = read_text_file_tokens(path, tokenizer);
+  std::vector<int64_t> starts;
+  std::string summary;
+  if (reads_as_training_goes(spec, bytes)) {
+    summary = head + fmt::format("read and tokenized ({}) as training goes, padded or truncated to {}; vocabulary {} "
+                                 "ids",
+                                 tokenizer_name(tokenizer.kind), length, vocabulary->size());
+  } else {
+    starts.push_back(0);
+    int64_t tokens_total = 0, truncated = 0, unknown = 0;
+    for (const auto& file : files) {
+      auto tokens = read_text_file_tokens(file.first, tokenizer);
       if (!tokens) return tokens.error();
       tokens_total += static_cast<int64_t>(tokens->size());
       truncated += static_cast<int64_t>(tokens->size()) > length ? 1 : 0;
       const std::vector<int32_t> row = token_ids(*vocabulary, *tokens, length, &unknown);
-      const auto n = static_cast<std::ptrdiff_t>(std::min<size_t>(tokens->size(), static_cast<size_t>(length)));
-      ids.insert(ids.end(), row.begin(), row.begin() + n);
+      const auto kept = static_cast<std::ptrdiff_t>(std::min<size_t>(tokens->size(), static_cast<size_t>(length)));
+      ids.insert(ids.end(), row.begin(), row.begin() + kept);
       starts.push_back(static_cast<int64_t>(ids.size()));
-      labels.push_back(static_cast<float>(k));
     }
-    per_class.push_back(static_cast<int64_t>(listed->files[k].size()));
+    summary = head + fmt::format("{} {} tokens, {:.1f} per file, padded or truncated to {} ({} truncated); vocabulary "
+                                 "{} ids (<pad>, <unk> + {} {} tokens)",
+                                 tokens_total, tokenizer_name(tokenizer.kind),
+                                 static_cast<double>(tokens_total) / static_cast<double>(n), length, truncated,
+                                 vocabulary->size(), vocabulary->tokens().size(),
+                                 tokenizer_name(vocabulary->tokenizer()));
+    if (unknown > 0) summary += fmt::format(", {} tokens read as <unk>", unknown);
   }
-  const auto n = static_cast<int64_t>(labels.size());
-  std::string counts;
-  for (size_t k = 0; k < listed->classes.size(); ++k) {
-    counts += fmt::format("{}{} {} ({})", k == 0 ? "" : ", ", k, listed->classes[k], per_class[k]);
-  }
-  std::string summary = fmt::format(
-      "text_folder {}: {} files{} in {} classes: {}; {} {} tokens, {:.1f} per file, padded or truncated to {} ({} "
-      "truncated); vocabulary {} ids (<pad>, <unk> + {} {} tokens)",
-      listed->dir, n, spec.holdout > 0 ? fmt::format(" ({} split)", spec.split) : "", listed->classes.size(), counts,
-      tokens_total, tokenizer_name(tokenizer.kind), static_cast<double>(tokens_total) / static_cast<double>(n), length,
-      truncated, vocabulary->size(), vocabulary->tokens().size(), tokenizer_name(vocabulary->tokenizer()));
-  if (unknown > 0) summary += fmt::format(", {} tokens read as <unk>", unknown);
-  return SourcePtr(std::make_shared<TextFolderSource>(std::move(ids), std::move(starts), std::move(labels), length,
-                                                      listed->dir,
-                                                      std::move(summary), std::move(listed->classes)));
+  return SourcePtr(std::make_shared<TextFolderSource>(std::move(files), std::move(ids), std::move(starts),
+                                                      std::move(vocabulary), length, listed->dir, std::move(summary),
+                                                      std::move(listed->classes)));
 }
 
 }  // namespace dtrain
