@@ -7,6 +7,7 @@
 #include <system_error>
 #include <vector>
 
+#include "datasets/csv_scan.hpp"
 #include "datasets/file_glob.hpp"
 #include "datasets/source.hpp"
 #include "datasets/text_folder_source.hpp"
@@ -67,7 +68,7 @@ bool resolves_to_stream(const DataSourceSpec& spec, const InputOptions& options)
   return spec.stream.value_or(stream_obstacle(spec, options) == StreamObstacle::kNone);
 }
 
-bool streams_by_itself(const std::string& format) { return format == "text_folder"; }
+bool streams_by_itself(const std::string& format) { return format == "text_folder" || format == "csv"; }
 
 bool reads_as_training_goes(const DataSourceSpec& spec, int64_t bytes, std::optional<int64_t> room) {
   if (spec.stream) return *spec.stream;
@@ -90,10 +91,14 @@ std::string describe_stream_choice(const DataSourceSpec& spec, const InputOption
                                    const std::string& room_source) {
   if (spec.format == "synthetic" || spec.format == "synthetic_sequence") return "";
   if (streams_by_itself(spec.format) && size) {
-    const bool goes = reads_as_training_goes(spec, size->bytes, room);
+    const bool csv = spec.format == "csv";
+    const bool gzip = csv && csv_internal::is_gzip_path(spec.path);
+    const bool goes = !gzip && reads_as_training_goes(spec, size->bytes, room);
     std::string line = fmt::format("{}: {} {} file{}, {}: ", options.name, size->files, spec.format,
                                    size->files == 1 ? "" : "s", size_text(size->bytes));
-    line += goes ? "files read and tokenized as training goes" : "token ids held in memory";
+    if (csv) line += goes ? "rows read from the file as training goes" : "columns held in memory";
+    else line += goes ? "files read and tokenized as training goes" : "token ids held in memory";
+    if (gzip) return line + " (a gzip file is read whole)";
     if (spec.stream) return line + (*spec.stream ? " (stream: true)" : " (stream: false)");
     if (!room) return line + " (stream: auto: memory available unknown)";
     return line + fmt::format(" (stream: auto: {} a quarter of the {} of memory available ({}))",

@@ -33,15 +33,17 @@ StreamObstacle stream_obstacle(const DataSourceSpec& spec, const InputOptions& o
 // decide alike.
 bool resolves_to_stream(const DataSourceSpec& spec, const InputOptions& options);
 
-// text_folder never takes make_stream_input's path: it reads its files from
-// disk as training goes (holding only their paths) with stream: true, and
-// under stream: auto when their `bytes` on disk are more than a quarter of
-// the memory `room` (unknown room: held, as token ids). Either way the
-// examples and their order are the same, so sizes may decide.
+// text_folder and csv never take make_stream_input's path: they read their
+// files from disk as training goes (text_folder holding only their paths,
+// csv only where each row starts) with stream: true, and under stream: auto
+// when their `bytes` on disk are more than a quarter of the memory `room`
+// (unknown room: held, as token ids or compact columns). Either way the
+// examples and their order are the same, so sizes may decide. A gzip csv is
+// always held.
 bool reads_as_training_goes(const DataSourceSpec& spec, int64_t bytes, std::optional<int64_t> room);
 // The same with the room of this process (detect_memory_room()).
 bool reads_as_training_goes(const DataSourceSpec& spec, int64_t bytes);
-// Whether `format` reads as training goes by itself (text_folder).
+// Whether `format` reads as training goes by itself (text_folder, csv).
 bool streams_by_itself(const std::string& format);
 
 // Why `spec` streams or not: "stream: true", "stream: false", or auto's

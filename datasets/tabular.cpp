@@ -164,7 +164,7 @@ std::string tabular_text_difference(const TabularPreprocessing& p, const DataSou
   return "";
 }
 
-Status fit_number_column(TabularColumn& c, const std::vector<float>& values, const std::string& prefix) {
+Status fit_number_column(TabularColumn& c, const NumberColumnStats& stats, const std::string& prefix) {
   const std::string& fill = c.spec.fill;
   if (fill.empty()) {
     c.fill_number.reset();
@@ -178,20 +178,15 @@ Status fit_number_column(TabularColumn& c, const std::vector<float>& values, con
     }
     return Status::Ok();
   }
-  std::vector<double> present;
-  for (float v : values) {
-    if (!std::isnan(v)) present.push_back(v);
-  }
-  if (present.empty()) {
+  if (stats.present == 0) {
     return config_error(fmt::format("{}columns: {}: fill {} needs values, but every value of the column in "
                                     "data.train is missing; give a number as fill",
                                     prefix, c.spec.name, fill));
   }
   if (fill == "mean") {
-    double sum = 0;  // in row order, in double: the same on every machine
-    for (double v : present) sum += v;
-    c.fill_number = static_cast<float>(sum / static_cast<double>(present.size()));
+    c.fill_number = static_cast<float>(stats.sum / static_cast<double>(stats.present));
   } else {
+    std::vector<double> present(stats.values.begin(), stats.values.end());
     std::sort(present.begin(), present.end());
     const size_t n = present.size();
     c.fill_number = static_cast<float>(n % 2 == 1 ? present[n / 2] : (present[n / 2 - 1] + present[n / 2]) / 2);
@@ -219,16 +214,12 @@ void fit_category_column(TabularColumn& c, const std::vector<std::pair<std::stri
   }
 }
 
-void fit_text_column(TabularColumn& c, const std::vector<std::vector<std::string>>& tokens, const DataSourceSpec& spec,
+void fit_text_column(TabularColumn& c, const std::map<std::string, int64_t>& counts, const DataSourceSpec& spec,
                      const TextTokenizer& tokenizer) {
   c.max_length = spec.max_length;
   if (tokenizer.kind == Tokenizer::kSentencePiece) {
     c.tokens = std::make_shared<const TokenVocabulary>(tokenizer.sentencepiece);
     return;
-  }
-  std::map<std::string, int64_t> counts;
-  for (const auto& row : tokens) {
-    for (const std::string& t : row) ++counts[t];
   }
   c.tokens = std::make_shared<const TokenVocabulary>(
       TokenVocabulary::from_counts(tokenizer.kind, counts, spec.max_tokens.value_or(0), spec.min_count));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,19 +108,36 @@ Result<TabularPreprocessing> parse_tabular_json(const std::string& text, const s
 Status write_tabular_file(const std::string& path, const TabularPreprocessing& p);
 Result<TabularPreprocessing> read_tabular_file(const std::string& path);
 
-// Fitting, column by column, from data.train's values.
-// Number column: `values` (NaN for missing) -> fill_number per spec.fill.
-// Returns a kConfig error (naming `prefix`) when fill is neither mean,
-// median nor a number.
-Status fit_number_column(TabularColumn& c, const std::vector<float>& values, const std::string& prefix);
+// Fitting, column by column, from what one pass over data.train's values
+// gathers (datasets/csv_scan.hpp), so that no column is held whole to fit it.
+// A number column's present values: their sum in double in row order (the
+// same on every machine), their count, and the values themselves only when
+// `keep` (fill: median needs them).
+struct NumberColumnStats {
+  double sum = 0;
+  int64_t present = 0;
+  bool keep = false;
+  std::vector<float> values;
+  void add(float v) {
+    sum += static_cast<double>(v);
+    ++present;
+    if (keep) values.push_back(v);
+  }
+};
+// Number column -> fill_number per spec.fill (its mean or median, or the
+// number given). Returns a kConfig error (naming `prefix`) when fill is
+// neither mean, median nor a number, or needs values the column lacks.
+// REQUIRES: stats.keep when spec.fill is median.
+Status fit_number_column(TabularColumn& c, const NumberColumnStats& stats, const std::string& prefix);
 // Category column: the distinct values seen and how often (missing values
 // not counted) -> categories (most frequent first, ties by value, at most
 // max_categories) and fill_id.
 void fit_category_column(TabularColumn& c, const std::vector<std::pair<std::string, int64_t>>& counts);
-// Text column: the vocabulary of its values' tokens (`tokens`, per row) as
-// text_folder builds it (max_tokens, min_count of `spec`), or `model`'s
-// pieces for tokenizer sentencepiece; max_length from spec.
-void fit_text_column(TabularColumn& c, const std::vector<std::vector<std::string>>& tokens, const DataSourceSpec& spec,
+// Text column: the vocabulary of its values' tokens (`counts`, each token's
+// count over the rows) as text_folder builds it (max_tokens, min_count of
+// `spec`), or `model`'s pieces for tokenizer sentencepiece (counts unused);
+// max_length from spec.
+void fit_text_column(TabularColumn& c, const std::map<std::string, int64_t>& counts, const DataSourceSpec& spec,
                      const TextTokenizer& tokenizer);
 
 }  // namespace dtrain

@@ -536,7 +536,7 @@ std::span<const Field> data_source_fields() {
           "not do skip, take, several model inputs or int32 ids. auto: tfrecord streams unless the job uses one of "
           "those (then it is read whole), also with cache: memory (which keeps the encoded records, not the decoded "
           "data set); the other formats are read whole (image_folder holds its file list and decodes each batch's "
-          "images; csv holds its columns compactly, category and token ids, and encodes each batch's features). The "
+          "images). The "
           "decision depends on the job alone, never on sizes, so every worker and every restart reads in the same "
           "order; start-up says it in one line with the files' size on disk and the memory available (the "
           "smaller of MemAvailable and the room under the cgroup's memory limit), and warns when data read whole may "
@@ -544,7 +544,12 @@ std::span<const Field> data_source_fields() {
           "set into memory (decoded as float32), in a different order than streaming when shuffled. text_folder: "
           "true reads and tokenizes each batch's files as training goes, holding only their paths; false holds every "
           "file's token ids; auto reads as training goes when the files' size on disk is more than a quarter of the "
-          "memory available (the examples and their order are the same either way, so here sizes may decide).",
+          "memory available (the examples and their order are the same either way, so here sizes may decide). csv "
+          "likewise: true reads each batch's rows back from the file as training goes (pread), holding only where "
+          "each row starts and its label; false holds the columns compactly (a number per cell, category and token "
+          "ids) and encodes each batch's features; auto reads as training goes when the file is more than a quarter "
+          "of the memory available; a gzip file is always held (true is an error for it). Fitting (fills, "
+          "vocabularies, class names) takes one pass of aggregates either way.",
           "auto_bool")
           .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "boolean"}]})"),
       field<&DataSourceSpec::max_buffer_mb>(

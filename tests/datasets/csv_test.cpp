@@ -3,6 +3,7 @@
 #include <doctest.h>
 
 #include "data_test_util.hpp"
+#include "datasets/csv_examples.hpp"
 #include "datasets/pipeline.hpp"
 #include "datasets/source.hpp"
 #include "datasets/tabular.hpp"
@@ -21,11 +22,8 @@ DataSourceSpec csv_spec(const std::string& path) {
   return s;
 }
 
-// Loads `text` as data.csv with `spec` (path filled in) and returns all rows as one batch.
-Batch load(const TempDir& tmp, const std::string& text, DataSourceSpec spec) {
-  data_testing::write_text(tmp.file("data.csv"), text);
-  spec.path = "data.csv";
-  auto input = make_input(spec, InputOptions{tmp.dir(), 1000, 0});
+// The batch of every row of `input`.
+Batch all_rows(Result<std::unique_ptr<Input>>& input) {
   REQUIRE_MESSAGE(input.ok(), input.error().message);
   auto b = (*input)->next();
   REQUIRE(b.ok());
@@ -33,11 +31,44 @@ Batch load(const TempDir& tmp, const std::string& text, DataSourceSpec spec) {
   return std::move(**b);
 }
 
+// Loads `text` as data.csv with `spec` (path filled in) and returns all rows
+// as one batch, held (stream: false) and read as training goes (stream:
+// true): the two must give the same batch.
+Batch load(const TempDir& tmp, const std::string& text, DataSourceSpec spec) {
+  data_testing::write_text(tmp.file("data.csv"), text);
+  spec.path = "data.csv";
+  spec.stream = false;
+  auto held = make_input(spec, InputOptions{tmp.dir(), 1000, 0});
+  Batch b = all_rows(held);
+  spec.stream = true;
+  auto streamed = make_input(spec, InputOptions{tmp.dir(), 1000, 0});
+  const Batch s = all_rows(streamed);
+  CHECK(s.features.shape() == b.features.shape());
+  CHECK(s.features.to_vector() == b.features.to_vector());
+  CHECK(s.labels.to_vector() == b.labels.to_vector());
+  CHECK(s.ids == b.ids);
+  CHECK(s.weights.numel() == b.weights.numel());
+  if (b.weights.numel() > 0) CHECK(s.weights.to_vector() == b.weights.to_vector());
+  REQUIRE(s.extra_features.size() == b.extra_features.size());
+  for (size_t k = 0; k < b.extra_features.size(); ++k) {
+    CHECK(s.extra_features[k].to_vector() == b.extra_features[k].to_vector());
+  }
+  return b;
+}
+
+// The error of loading `text` as data.csv with `spec`: the same held and
+// read as training goes.
 Error load_error(const TempDir& tmp, const std::string& text, DataSourceSpec spec) {
   data_testing::write_text(tmp.file("data.csv"), text);
   spec.path = tmp.file("data.csv");
+  spec.stream = false;
   auto input = make_input(spec, InputOptions{"", 1000, 0});
   REQUIRE_FALSE(input.ok());
+  spec.stream = true;
+  auto streamed = make_input(spec, InputOptions{"", 1000, 0});
+  REQUIRE_FALSE(streamed.ok());
+  CHECK(streamed.error().message == input.error().message);
+  CHECK(streamed.error().kind == input.error().kind);
   return input.error();
 }
 
@@ -430,6 +461,67 @@ TEST_CASE("csv: locate names the line, the field and the column of a label or fe
   CHECK((*lines)->locate(1, ExampleValue{.position = 1}) == plain_path + ":3:2 (column 2)");
   CHECK((*lines)->locate(1, ExampleValue{.label = true}) == plain_path + ":3:3 (column 3)");
   CHECK((*lines)->locate(2, ExampleValue{.position = 1}) == plain_path + ":4:2 (column 2)");
+}
+
+TEST_CASE("csv read as training goes: rows read back from the file, a changed file named at its line") {
+  TempDir tmp;
+  DataSourceSpec spec = typed_spec();
+  spec.path = "data.csv";
+  spec.stream = true;
+  data_testing::write_text(tmp.file("data.csv"), kTable);
+  auto source = load_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE_MESSAGE(source.ok(), source.error().message);
+  const Batch b = (*source)->gather({4, 0, 4}, 1.0f);
+  CHECK(b.features.to_vector() == std::vector<float>{40, 1, 0, 0, 0, 4.5f,  //
+                                                     30, 0, 1, 0, 0, 1.5f,  //
+                                                     40, 1, 0, 0, 0, 4.5f});
+  CHECK(b.labels.to_vector() == std::vector<float>{2, 0, 2});
+
+  // The same bytes, a number made a name: the row's field is named.
+  std::string changed = kTable;
+  const size_t at = changed.find("50,");
+  REQUIRE(at != std::string::npos);
+  changed.replace(at, 2, "xy");
+  data_testing::write_text(tmp.file("data.csv"), changed);
+  try {
+    (*source)->gather({2}, 1.0f);
+    FAIL("a changed row was read");
+  } catch (const ErrorException& e) {
+    CHECK(e.error.kind == ErrorKind::kData);
+    CHECK(e.error.message == tmp.file("data.csv") + ":4:1 (column \"age\"): \"xy\" is not the value read at start-up: "
+                                                    "the file changed since training started; restart the job");
+  }
+  // Cut short: the row is gone.
+  data_testing::write_text(tmp.file("data.csv"), kTable.substr(0, 30));
+  try {
+    (*source)->gather({4}, 1.0f);
+    FAIL("a row past the end was read");
+  } catch (const ErrorException& e) {
+    CHECK(e.error.message == tmp.file("data.csv") + ":6: the file changed since training started (the file is shorter "
+                                                    "than when it was read); restart the job");
+  }
+}
+
+TEST_CASE("csv read as training goes: a gzip file cannot be, and says so") {
+  TempDir tmp;
+  data_testing::write_text(tmp.file("data.csv.gz"), "");
+  DataSourceSpec spec = csv_spec("data.csv.gz");
+  spec.stream = true;
+  auto source = load_csv_source(spec, SourceContext{tmp.dir(), "p: "});
+  REQUIRE_FALSE(source.ok());
+  CHECK(source.error().kind == ErrorKind::kConfig);
+  CHECK(source.error().message == "p: stream: true reads the rows of " + tmp.file("data.csv.gz") +
+                                      " as training goes, which a gzip file does not allow; decompress it (gunzip), "
+                                      "or use stream: false");
+}
+
+TEST_CASE("csv: RowLines keeps the rows whose line does not follow the last") {
+  RowLines lines;
+  for (int64_t line : {2, 3, 4, 7, 8, 12}) lines.add(line);
+  CHECK(lines.size() == 6);
+  std::vector<int64_t> got;
+  for (int64_t r = 0; r < lines.size(); ++r) got.push_back(lines.line(r));
+  CHECK(got == std::vector<int64_t>{2, 3, 4, 7, 8, 12});
 }
 
 }  // namespace

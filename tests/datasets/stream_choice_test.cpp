@@ -47,12 +47,34 @@ TEST_CASE("stream choice: auto streams tfrecord unless skip, take, several input
   spec.stream = true;  // as written, whatever stands in the way (make_stream_input says what)
   CHECK(resolves_to_stream(spec, two));
 
-  for (const char* format : {"idx", "csv", "npy", "npz", "text", "image_folder", "synthetic"}) {
+  for (const char* format : {"idx", "npy", "npz", "text", "image_folder", "synthetic"}) {
     DataSourceSpec other;
     other.format = format;
     CHECK_FALSE(resolves_to_stream(other, kOne));
     CHECK(stream_obstacle(other, kOne) == StreamObstacle::kFormat);
   }
+}
+
+TEST_CASE("stream choice: csv reads its rows as training goes when its file passes a quarter of memory") {
+  DataSourceSpec spec;
+  spec.format = "csv";
+  spec.path = "big.csv";
+  CHECK(streams_by_itself("csv"));
+  CHECK_FALSE(resolves_to_stream(spec, kOne));  // never make_stream_input's path: the loader reads its rows
+  CHECK_FALSE(reads_as_training_goes(spec, 250, int64_t{1000}));
+  CHECK(reads_as_training_goes(spec, 251, int64_t{1000}));
+  const DataSize file{1, 100 * kMiB};
+  CHECK(line(spec, file, 300 * kMiB) == "data.train: 1 csv file, 100.0 MiB: rows read from the file as training goes "
+                                        "(stream: auto: more than a quarter of the 300.0 MiB of memory available "
+                                        "(MemAvailable))");
+  CHECK(line(spec, file, 800 * kMiB) == "data.train: 1 csv file, 100.0 MiB: columns held in memory (stream: auto: at "
+                                        "most a quarter of the 800.0 MiB of memory available (MemAvailable))");
+  spec.stream = true;
+  CHECK(line(spec, file, 800 * kMiB) ==
+        "data.train: 1 csv file, 100.0 MiB: rows read from the file as training goes (stream: true)");
+  spec.path = "big.csv.gz";
+  CHECK(line(spec, file, 300 * kMiB) ==
+        "data.train: 1 csv file, 100.0 MiB: columns held in memory (a gzip file is read whole)");
 }
 
 TEST_CASE("stream choice: the start-up line") {

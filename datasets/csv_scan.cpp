@@ -1,15 +1,14 @@
-// The csv source's reading step (datasets/csv_raw.hpp): RFC 4180 records
+// The csv source's pass over a file (datasets/csv_scan.hpp): RFC 4180 records
 // through CsvReader, the header, the label, weight and feature columns found,
-// every field parsed and checked (numbers, UTF-8 text), categories counted.
+// every field parsed and checked (numbers, UTF-8 text, the weight).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 
-#include "datasets/csv_raw.hpp"
-#include "datasets/csv_reader.hpp"
-#include "datasets/mapped_text.hpp"
+#include "datasets/csv_scan.hpp"
 #include "datasets/text_folder_source.hpp"
 #include "datasets/utf8.hpp"
 
@@ -44,11 +43,11 @@ Result<size_t> find_column(const std::string& key, const std::string& option, co
 
 // The feature columns of `spec` (or of the fitted preprocessing, which
 // names them as data.train's file did), found in this file.
-Result<std::vector<RawColumn>> plan_columns(const DataSourceSpec& spec, const SourceContext& ctx,
+Result<std::vector<PlannedColumn>> plan_columns(const DataSourceSpec& spec, const SourceContext& ctx,
                                             const std::vector<std::string>& names, size_t ncols,
                                             const std::optional<size_t>& label_col,
                                             const std::optional<size_t>& weight_col, const std::string& path) {
-  std::vector<RawColumn> out;
+  std::vector<PlannedColumn> out;
   std::vector<CsvColumnSpec> wanted;
   if (ctx.tabular) {
     for (const TabularColumn& c : ctx.tabular->columns) wanted.push_back(c.spec);
@@ -58,7 +57,7 @@ Result<std::vector<RawColumn>> plan_columns(const DataSourceSpec& spec, const So
   if (wanted.empty()) {
     for (size_t c = 0; c < ncols; ++c) {
       if (c == label_col || c == weight_col) continue;
-      RawColumn r;
+      PlannedColumn r;
       r.index = c;
       r.spec.name = names.empty() ? std::to_string(c) : std::string(trim(names[c]));
       out.push_back(std::move(r));
@@ -98,7 +97,7 @@ Result<std::vector<RawColumn>> plan_columns(const DataSourceSpec& spec, const So
       return config_error(fmt::format("{}{}: max_categories applies to type category, not {}", ctx.prefix, option,
                                       wanted[i].type));
     }
-    RawColumn r;
+    PlannedColumn r;
     r.index = *c;
     r.spec = wanted[i];
     out.push_back(std::move(r));
@@ -135,153 +134,152 @@ bool is_na(std::string_view field, const std::vector<std::string>& na_values) {
   return std::any_of(na_values.begin(), na_values.end(), [&](const std::string& na) { return t == na; });
 }
 
-Result<RawCsv> read_csv(const DataSourceSpec& spec, const SourceContext& ctx) {
+bool is_gzip_path(const std::string& path) { return path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0; }
+
+Result<std::unique_ptr<CsvScan>> CsvScan::open(const DataSourceSpec& spec, const SourceContext& ctx) {
   if (spec.path.empty()) return config_error(ctx.prefix + "format csv needs a path");
   if (spec.delimiter.size() != 1 || spec.delimiter == "\"" || spec.delimiter == "\n" || spec.delimiter == "\r") {
     return config_error(fmt::format("{}delimiter must be one character other than a quote or line end, got \"{}\"",
                                     ctx.prefix, spec.delimiter));
   }
-  RawCsv raw;
-  raw.path = resolve_source_path(spec.path, ctx.base_dir);
-  const std::string& path = raw.path;
+  std::unique_ptr<CsvScan> scan(new CsvScan());
+  scan->path = resolve_source_path(spec.path, ctx.base_dir);
+  scan->na_values_ = spec.na_values;
+  const std::string& path = scan->path;
   // A plain file is mapped and read once, front to back, its pages dropped
   // behind the reader: the file is never held whole. A .gz file is read whole.
   auto bytes = MappedText::open(path);
   if (!bytes) return bytes.error();
-  std::string_view text = bytes->text();
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // a UTF-8 byte order mark
-  CsvReader reader(text, spec.delimiter[0], path);
+  scan->bytes_ = std::move(*bytes);
+  std::error_code ec;
+  scan->file_bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  std::string_view text = scan->bytes_.text();
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {  // a UTF-8 byte order mark
+    text.remove_prefix(3);
+    scan->text_start_ = 3;
+  }
+  scan->text_ = text;
+  scan->reader_ = std::make_unique<CsvReader>(text, spec.delimiter[0], path);
+  CsvReader& reader = *scan->reader_;
 
-  std::vector<std::string>& names = raw.names;
-  std::vector<std::string> fields;
+  std::vector<std::string>& names = scan->names;
+  std::vector<std::string>& fields = scan->fields_;
   auto got = reader.next(fields);
   if (!got) return got.error();
   if (!*got) return data_error(path + ": no data rows (the file is empty)");
   const size_t ncols = fields.size();
-  const bool have_first_row = !spec.header;  // without a header, `fields` already holds row 1
+  scan->width = ncols;
+  scan->have_first_row_ = !spec.header;
   if (spec.header) names = fields;
-  const std::string width_from = spec.header ? "the header has" : "the first row has";
 
   const std::string label_key = ctx.tabular ? ctx.tabular->label_column : spec.label_column;
   if (label_key.empty()) {
-    if (!ctx.without_labels) raw.label_col = ncols - 1;
+    if (!ctx.without_labels) scan->label_col = ncols - 1;
   } else {
     auto c = find_column(label_key, "label_column", names, ncols, path, ctx.prefix);
-    if (c) raw.label_col = *c;
+    if (c) scan->label_col = *c;
     else if (!ctx.without_labels || c.error().message.find("is not a column") == std::string::npos) return c.error();
   }
   if (!spec.weight.empty() && !ctx.without_labels) {
     auto c = find_column(spec.weight, "weight", names, ncols, path, ctx.prefix);
     if (!c) return c.error();
-    if (*c == raw.label_col) {
+    if (*c == scan->label_col) {
       return config_error(fmt::format("{}weight: column {} is the label column", ctx.prefix, column_label(names, *c)));
     }
-    raw.weight_col = *c;
+    scan->weight_col = *c;
   }
-  auto planned = plan_columns(spec, ctx, names, ncols, raw.label_col, raw.weight_col, path);
+  auto planned = plan_columns(spec, ctx, names, ncols, scan->label_col, scan->weight_col, path);
   if (!planned) return planned.error();
-  raw.columns = std::move(*planned);
-  if (raw.columns.empty()) {
+  scan->columns = std::move(*planned);
+  if (scan->columns.empty()) {
     return config_error(fmt::format("{}{} has no feature columns besides the label", ctx.prefix, path));
   }
+  scan->numbers_.resize(scan->columns.size());
+  return scan;
+}
 
-  auto take_row = [&]() -> Status {
-    if (fields.size() != ncols) {
-      return data_error(fmt::format("{}:{}: row has {} fields but {} {}", path, reader.record_line(), fields.size(),
-                                    width_from, ncols));
+Status CsvScan::check_row() {
+  const std::vector<std::string>& fields = fields_;
+  const CsvReader& reader = *reader_;
+  const size_t ncols = width;
+  if (fields.size() != ncols) {
+    return data_error(fmt::format("{}:{}: row has {} fields but {} {}", path, reader.record_line(), fields.size(),
+                                  names.empty() ? "the first row has" : "the header has", ncols));
+  }
+  for (size_t k = 0; k < columns.size(); ++k) {
+    const PlannedColumn& col = columns[k];
+    const std::string& field = fields[col.index];
+    numbers_[k] = std::nanf("");
+    if (col.spec.type == "category") continue;
+    const bool na = is_na(field, na_values_);
+    if (col.spec.type == "text") {
+      if (na) continue;
+      std::vector<uint32_t> code_points;
+      Utf8Problem problem;
+      if (!decode_utf8(reinterpret_cast<const uint8_t*>(field.data()), field.size(), code_points, &problem)) {
+        return data_error(fmt::format("{}:{}:{}: invalid UTF-8 at byte {} of the field (column {}): {}; text "
+                                      "columns hold UTF-8 text",
+                                      path, reader.field_line(col.index), col.index + 1, problem.offset,
+                                      column_label(names, col.index), problem.reason));
+      }
+      continue;
     }
-    for (RawColumn& col : raw.columns) {
-      const std::string& field = fields[col.index];
-      const bool category = col.spec.type == "category";
-      if (col.spec.type == "text") {
-        if (is_na(field, spec.na_values)) {
-          col.texts.push_back(col.spec.fill);
-          continue;
-        }
-        std::vector<uint32_t> code_points;
-        Utf8Problem problem;
-        if (!decode_utf8(reinterpret_cast<const uint8_t*>(field.data()), field.size(), code_points, &problem)) {
-          return data_error(fmt::format("{}:{}:{}: invalid UTF-8 at byte {} of the field (column {}): {}; text "
-                                        "columns hold UTF-8 text",
-                                        path, reader.field_line(col.index), col.index + 1, problem.offset,
-                                        column_label(names, col.index), problem.reason));
-        }
-        col.texts.push_back(field);
-        continue;
+    if (na) {
+      if (col.spec.fill.empty()) {
+        return data_error(fmt::format("{}:{}:{}: missing value \"{}\" in number column {}; give the column a fill, "
+                                      "e.g. columns: [{{name: {}, fill: mean}}] (or median, or a number)",
+                                      path, reader.field_line(col.index), col.index + 1, field,
+                                      column_label(names, col.index), names.empty() ? std::to_string(col.index)
+                                                                                    : std::string(trim(names[col.index]))));
       }
-      if (is_na(field, spec.na_values)) {
-        if (category) {
-          col.seen.push_back(-1);
-          continue;
-        }
-        if (col.spec.fill.empty()) {
-          return data_error(fmt::format("{}:{}:{}: missing value \"{}\" in number column {}; give the column a fill, "
-                                        "e.g. columns: [{{name: {}, fill: mean}}] (or median, or a number)",
-                                        path, reader.field_line(col.index), col.index + 1, field,
-                                        column_label(names, col.index), names.empty() ? std::to_string(col.index)
-                                                                                      : std::string(trim(names[col.index]))));
-        }
-        col.numbers.push_back(std::nanf(""));
-        continue;
-      }
-      if (category) {
-        std::string value(trim(field));
-        auto [it, added] = col.lookup.emplace(value, static_cast<int32_t>(col.values.size()));
-        if (added) {
-          col.values.push_back(std::move(value));
-          col.counts.push_back(0);
-        }
-        ++col.counts[static_cast<size_t>(it->second)];
-        col.seen.push_back(it->second);
-        continue;
-      }
-      float v = 0;
-      if (!parse_number(field, v)) {
-        const std::string what = names.empty() ? "" : " (column " + column_label(names, col.index) + ")";
-        return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number{}; if the column holds names, give "
-                                      "it type category in columns",
-                                      path, reader.field_line(col.index), col.index + 1, field, what));
-      }
-      col.numbers.push_back(v);
+      continue;
     }
-    if (raw.label_col) {
-      raw.labels.emplace_back(trim(fields[*raw.label_col]));
-      raw.label_lines.push_back(reader.field_line(*raw.label_col));
+    if (!parse_number(field, numbers_[k])) {
+      const std::string what = names.empty() ? "" : " (column " + column_label(names, col.index) + ")";
+      return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number{}; if the column holds names, give "
+                                    "it type category in columns",
+                                    path, reader.field_line(col.index), col.index + 1, field, what));
     }
-    if (raw.weight_col) {
-      float w = 0;
-      if (!parse_number(fields[*raw.weight_col], w)) {
-        return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number (column {})", path,
-                                      reader.field_line(*raw.weight_col), *raw.weight_col + 1, fields[*raw.weight_col],
-                                      column_label(names, *raw.weight_col)));
-      }
-      if (!std::isfinite(w) || w < 0.0f) {
-        return data_error(fmt::format("{}:{}:{}: weight \"{}\" (column {}) must be finite and >= 0", path,
-                                      reader.field_line(*raw.weight_col), *raw.weight_col + 1, fields[*raw.weight_col],
-                                      column_label(names, *raw.weight_col)));
-      }
-      raw.weights.push_back(w);
+  }
+  weight_ = 1.0f;
+  if (weight_col) {
+    const size_t w = *weight_col;
+    if (!parse_number(fields[w], weight_)) {
+      return data_error(fmt::format("{}:{}:{}: cannot parse \"{}\" as a number (column {})", path,
+                                    reader.field_line(w), w + 1, fields[w], column_label(names, w)));
     }
-    raw.row_lines.push_back(reader.record_line());
-    if (reader.field_line(ncols - 1) != reader.record_line()) {
-      std::vector<int64_t>& lines = raw.spanning_rows[raw.rows];
-      for (size_t c = 0; c < ncols; ++c) lines.push_back(reader.field_line(c));
+    if (!std::isfinite(weight_) || weight_ < 0.0f) {
+      return data_error(fmt::format("{}:{}:{}: weight \"{}\" (column {}) must be finite and >= 0", path,
+                                    reader.field_line(w), w + 1, fields[w], column_label(names, w)));
     }
-    ++raw.rows;
+  }
+  return {};
+}
+
+Status CsvScan::for_each_row(const std::function<Status(const CsvRow&)>& row) {
+  CsvReader& reader = *reader_;
+  int64_t index = 0;
+  auto hand_on = [&](int64_t begin) -> Status {
+    if (Status s = check_row(); !s) return s;
+    const CsvRow r{fields_, numbers_, weight_, index, reader, text_start_ + begin,
+                   text_start_ + static_cast<int64_t>(reader.position())};
+    if (Status s = row(r); !s) return s;
+    ++index;
     return {};
   };
-  if (have_first_row) {
-    if (Status s = take_row(); !s) return s.error();
+  if (have_first_row_) {
+    if (Status s = hand_on(first_begin_); !s) return s;
   }
   for (;;) {
-    got = reader.next(fields);
+    const auto begin = static_cast<int64_t>(reader.position());
+    auto got = reader.next(fields_);
     if (!got) return got.error();
     if (!*got) break;
-    if (Status s = take_row(); !s) return s.error();
-    bytes->release_before(text, reader.position());
+    if (Status s = hand_on(begin); !s) return s;
+    bytes_.release_before(text_, reader.position());
   }
-  if (raw.rows == 0) return data_error(path + ": no data rows (only a header)");
-  return raw;
+  if (index == 0) return data_error(path + ": no data rows (only a header)");
+  return {};
 }
 
 }  // namespace dtrain::csv_internal
