@@ -2,7 +2,8 @@
 // with the delimiter the selector picks, then the file as a job's csv source
 // (header or not, label column by name or last, features reshaped).
 // Selector byte: bits 0-1 delimiter (, ; tab |), bit 2 header, bit 3 label
-// column "label" (else the last), bit 4 feature_shape [2]. Config or data
+// column "label" (else the last), bit 4 feature_shape [2], bit 5 stream:
+// true (the rows read back from the file when gathered). Config or data
 // errors only, never a throw.
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   spec.header = (selector & 4) != 0;
   if (selector & 8) spec.label_column = spec.header ? "label" : "0";
   if (selector & 16) spec.feature_shape = {2};
+  spec.stream = (selector & 32) != 0;
   SourceContext ctx;
   ctx.prefix = "fuzz: ";
   auto source = load_source(spec, ctx);
