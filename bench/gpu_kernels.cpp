@@ -133,7 +133,7 @@ void bench_conv(GpuDevice& dev, int64_t batch, int64_t hw, int64_t ic, int64_t o
   CachedBuffer dx = upload(dev, x.size(), &x), dw = upload(dev, w.size(), &w);
   const size_t ny = static_cast<size_t>(batch * hw * hw * oc);
   CachedBuffer dy = upload(dev, ny);
-  auto run = [&] { return conv2d_forward(dev, s, dx.floats(), dw.floats(), nullptr, dy.floats(), MathMode::kFloat32); };
+  auto run = [&] { return conv2d_forward(dev, s, dx.floats(), dw.floats(), nullptr, dy.floats(), ConvPolicy{MathMode::kFloat32, false}); };
   ok_or_die(run());
   const std::vector<float> y = download(dev, dy, ny);
   std::mt19937 gen(6);

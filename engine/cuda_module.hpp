@@ -50,6 +50,14 @@ struct GpuMemoryStats {
   uint64_t cuda_mallocs = 0, cuda_frees = 0;  // cudaMalloc / cudaFree calls so far
 };
 
+// How a float32 convolution may compute on a GPU: tf32 lets cuDNN use TF32
+// tensor cores (precision.matmul: tf32); deterministic (run.deterministic)
+// prefers the algorithms cuDNN marks deterministic (cudnn_ops.hpp's ConvPolicy).
+struct GpuMath {
+  bool tf32 = false;
+  bool deterministic = false;
+};
+
 // Adam's per-step scalars (engine/cuda/update_math.hpp's AdamScalars).
 struct GpuAdamStep {
   float lr_t, one_minus_b1, one_minus_b2, keep, eps;
@@ -97,11 +105,15 @@ class GpuBackend {
   // w (kh, kw, ic, oc) HWIO, bias and db (oc) or null, y and dy (n, oh, ow, oc).
   // Outputs are overwritten; forward applies relu when s.relu.
   virtual Status conv2d_forward(int32_t device, const kernels::Conv2dShape& s, const float* x, const float* w,
-                                const float* bias, float* y, bool tf32) = 0;
+                                const float* bias, float* y, const GpuMath& math) = 0;
   virtual Status conv2d_backward_data(int32_t device, const kernels::Conv2dShape& s, const float* dy, const float* w,
-                                      float* dx, bool tf32) = 0;
+                                      float* dx, const GpuMath& math) = 0;
   virtual Status conv2d_backward_weights(int32_t device, const kernels::Conv2dShape& s, const float* x,
-                                         const float* dy, float* dw, float* db, bool tf32) = 0;
+                                         const float* dy, float* dw, float* db, const GpuMath& math) = 0;
+  // The cuDNN algorithm each distinct convolution and direction ran with so
+  // far in this process, one line each, in first-use order (cudnn_ops.hpp's
+  // conv_algorithm_notes). No wait.
+  virtual std::vector<std::string> conv_algorithms() = 0;
   // Pooling through cuDNN, x and dx (n, ih, iw, c), y and dy (n, oh, ow, c);
   // the backward reads x and y.
   virtual Status pool2d_forward(int32_t device, const kernels::Pool2dShape& s, const float* x, float* y) = 0;
@@ -173,7 +185,7 @@ using DtrainCudaModuleEntry = const DtrainCudaModule* (*)() noexcept;
 
 }  // extern "C"
 
-inline constexpr uint32_t kDtrainCudaModuleAbi = 5;
+inline constexpr uint32_t kDtrainCudaModuleAbi = 6;
 inline constexpr const char* kDtrainCudaModuleEntry = "dtrain_cuda_module";
 inline constexpr const char* kDtrainCudaModuleFile = "libdtrain_cuda.so";
 

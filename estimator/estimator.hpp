@@ -231,6 +231,7 @@ class Estimator {
   // SIGUSR1, every task waits for the chief's checkpoint, the ps tasks are
   // stopped; returns the kStopped error that says so.
   Status stop_after_step(int stop_signal, bool multi_worker, bool chief);
+  void log_conv_algorithms();
   // When a task received SIGUSR1: options_.on_requeue_signal for `checkpoint`, logged.
   void requeue(const std::string& checkpoint);
   // run.warm_start (a run with no checkpoint of its own): restores the

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "datasets/pipeline.hpp"
+#include "engine/backend/cuda/gpu_ops.hpp"
 #include "engine/losses/label_check.hpp"
 #include "engine/optim/optimizer.hpp"
 #include "estimator/estimator.hpp"
@@ -197,9 +198,19 @@ Status Estimator::train_steps(bool evaluate_during) {
     // The evaluator stops after the checkpoint of this step.
     if (Status s = options_.cluster->client().set("train/final_step", std::to_string(global_step_)); !s) return s;
   }
+  log_conv_algorithms();
   log_.info(t.chief ? fmt::format("training finished at step {}; checkpoint {}", global_step_, last_checkpoint_)
                     : fmt::format("training finished at step {}; the chief saved the checkpoint", global_step_));
   return Status::Ok();
+}
+
+// On GPUs, which cuDNN algorithm each convolution ran with (under
+// run.deterministic: whether a deterministic one existed), once at the end.
+void Estimator::log_conv_algorithms() {
+  bool on_gpu = false;
+  for (const Device& d : strategy_->devices()) on_gpu = on_gpu || d.kind == DeviceKind::cuda;
+  if (!on_gpu) return;
+  for (const std::string& line : gpu::conv_algorithms()) log_.info(line);
 }
 
 Status Estimator::stop_after_step(int stop_signal, bool multi_worker, bool chief) {

@@ -73,9 +73,10 @@ Result<Program> make_program(const JobSpec& job) {
   p.compute = parse_dtype(job.precision.compute).value_or(DType::f32);  // the schema allows only the three names
   p.loss_scale = LossScale(p.compute == DType::f16);
   p.tf32 = job.precision.matmul == "tf32";
+  p.deterministic = job.run.deterministic;
   return p;
 }
 
-ops::Context Program::context_on(const Device& device) const { return {device, compute, tf32}; }
+ops::Context Program::context_on(const Device& device) const { return {device, compute, tf32, deterministic}; }
 
 }  // namespace dtrain

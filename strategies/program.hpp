@@ -49,6 +49,7 @@ struct Program {
   bool loss_sum = false;  // strategy.loss_reduction: sum (else mean over the global batch)
   DType compute = DType::f32;  // precision.compute: the dense/conv compute type
   bool tf32 = false;           // precision.matmul: tf32 (GPU float32 matmuls on TF32 tensor cores)
+  bool deterministic = false;  // run.deterministic (GPU convolutions take deterministic cuDNN algorithms)
   // run.accumulation_steps: a replica's shard runs as this many micro-batches
   // (run_replica_accumulated), their gradients summed into one update.
   int64_t accumulation_steps = 1;

@@ -334,7 +334,10 @@ std::span<const Field> run_fields() {
           .min(0),
       field<&RunSpec::seed>("seed", "Seed of initializers, dropout and shuffling.").min(0),
       field<&RunSpec::deterministic>(
-          "deterministic", "Make a resumed run continue the uninterrupted run exactly (fixed reduction order)."),
+          "deterministic",
+          "Make a resumed run continue the uninterrupted run exactly (fixed reduction order). On GPUs, convolutions "
+          "take the algorithms cuDNN marks deterministic (no atomics) where cuDNN offers one; the log names each "
+          "convolution's algorithm at the end of training."),
       custom<&RunSpec::slurm_requeue>(
           "slurm_requeue",
           "Under a Slurm batch job, when training stops on SIGUSR1 (sbatch --signal=USR1@SECONDS, the warning before "

@@ -34,6 +34,11 @@ const char* nccl_name(ncclResult_t code) {
 
 }  // namespace
 
+void clear_cudnn_detail() {
+  char stale[512];
+  cudnnGetLastErrorString(stale, sizeof(stale));  // reading it clears it
+}
+
 Error cuda_failure(cudaError_t code, std::string_view call, const char* file, int line) {
   // Clear the (non-sticky) error so a later launch_status does not report it again.
   cudaGetLastError();

@@ -13,6 +13,7 @@
 #include <nccl.h>
 
 #include <string_view>
+#include <type_traits>
 
 #include "engine/base/status.hpp"
 
@@ -40,6 +41,20 @@ inline Status call_status(ncclResult_t code, std::string_view call, const char* 
   return nccl_failure(code, call, file, line);
 }
 
+// cuDNN keeps a per-thread detail message of its last failure until it is
+// read: a later successful call leaves it there, and cuDNN also leaves traces
+// of failures it handled itself (an engine that does not support a shape). A
+// wrapped cuDNN call therefore reads and drops it first, so that a failure
+// reports only its own detail (cudnn_failure), or "no detail from cuDNN".
+void clear_cudnn_detail();
+
+// call() checked as call_status; a cuDNN call starts from a clear detail message.
+template <class Call>
+Status checked_call(Call&& call, std::string_view text, const char* file, int line) {
+  if constexpr (std::is_same_v<std::invoke_result_t<Call&>, cudnnStatus_t>) clear_cudnn_detail();
+  return call_status(call(), text, file, line);
+}
+
 // The error of the kernel launch just made on this thread (bad launch
 // configuration, no kernel image for this GPU), as "launch of <kernel>".
 // Errors of the kernel's execution surface later, at a synchronising call.
@@ -47,7 +62,8 @@ Status launch_status(std::string_view kernel, const char* file, int line);
 
 }  // namespace dtrain::cuda
 
-#define DTRAIN_CUDA_STATUS(call) ::dtrain::cuda::call_status((call), #call, __FILE__, __LINE__)
+#define DTRAIN_CUDA_STATUS(call) \
+  ::dtrain::cuda::checked_call([&]() { return (call); }, #call, __FILE__, __LINE__)
 #define DTRAIN_CUDA_RETURN_IF_ERROR(call)                                     \
   do {                                                                       \
     if (::dtrain::Status dtrain_s_ = DTRAIN_CUDA_STATUS(call); !dtrain_s_.ok()) \

@@ -54,6 +54,7 @@ Result<T> run_value(int32_t device, F&& body) noexcept {
 cudaStream_t stream(GpuDevice& dev) { return dev.compute.get(); }
 
 MathMode math(bool tf32) { return tf32 ? MathMode::kTf32 : MathMode::kFloat32; }
+ConvPolicy policy(const GpuMath& m) { return ConvPolicy{math(m.tf32), m.deterministic}; }
 
 // The kernels of this backend run float32 only (the support table's cuda rows).
 Status f32_only(int32_t device, const char* op, std::initializer_list<kernels::KType> types) {
@@ -179,31 +180,33 @@ class CudaBackend final : public GpuBackend {
   }
 
   Status conv2d_forward(int32_t device, const kernels::Conv2dShape& s, const float* x, const float* w,
-                        const float* bias, float* y, bool tf32) override {
+                        const float* bias, float* y, const GpuMath& m) override {
     return run(device, [&](GpuDevice& dev) -> Status {
       if (Status st = f32_only(device, "conv2d", {s.x_type, s.w_type, s.y_type}); !st.ok()) return st;
       if (s.n == 0) return {};
-      return cuda::conv2d_forward(dev, s, x, w, bias, y, math(tf32));
+      return cuda::conv2d_forward(dev, s, x, w, bias, y, policy(m));
     });
   }
 
   Status conv2d_backward_data(int32_t device, const kernels::Conv2dShape& s, const float* dy, const float* w,
-                              float* dx, bool tf32) override {
+                              float* dx, const GpuMath& m) override {
     return run(device, [&](GpuDevice& dev) -> Status {
       if (Status st = f32_only(device, "conv2d backward data", {s.dy_type, s.w_type, s.dx_type}); !st.ok()) return st;
       if (s.n == 0) return {};
-      return cuda::conv2d_backward_data(dev, s, dy, w, dx, math(tf32));
+      return cuda::conv2d_backward_data(dev, s, dy, w, dx, policy(m));
     });
   }
 
   Status conv2d_backward_weights(int32_t device, const kernels::Conv2dShape& s, const float* x, const float* dy,
-                                 float* dw, float* db, bool tf32) override {
+                                 float* dw, float* db, const GpuMath& m) override {
     return run(device, [&](GpuDevice& dev) -> Status {
       if (Status st = f32_only(device, "conv2d backward weights", {s.x_type, s.dy_type}); !st.ok()) return st;
       if (s.n == 0) return {};
-      return cuda::conv2d_backward_weights(dev, s, x, dy, dw, db, math(tf32));
+      return cuda::conv2d_backward_weights(dev, s, x, dy, dw, db, policy(m));
     });
   }
+
+  std::vector<std::string> conv_algorithms() override { return conv_algorithm_notes(); }
 
   Status pool2d_forward(int32_t device, const kernels::Pool2dShape& s, const float* x, float* y) override {
     return run(device, [&](GpuDevice& dev) -> Status {

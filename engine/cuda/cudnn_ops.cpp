@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "engine/cuda/check.hpp"
 #include "engine/cuda/eltwise.hpp"
@@ -139,22 +141,99 @@ Status make_conv_descs(const kernels::Conv2dShape& s, const ConvPadPlan& p, Conv
   return {};
 }
 
-// The first algorithm cuDNN's heuristics rank that is usable and, for
-// kFloat32, not a tensor-op (TF32) one; the convolution then keeps
-// CUDNN_FMA_MATH (set before the query) so no TF32 kernel can run. For kTf32
-// the convolution takes the algorithm's own math type.
-template <class Perf>
-Result<Perf> pick(const Perf* perf, int count, MathMode mode, cudnnConvolutionDescriptor_t conv, const char* what) {
-  for (int i = 0; i < count; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-    const bool tensor_op =
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (mode == MathMode::kFloat32 && tensor_op) continue;
-    if (mode == MathMode::kTf32) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv, perf[i].mathType));
-    return perf[i];
+const char* const kFwdAlgoNames[] = {
+    "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM", "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM",
+    "CUDNN_CONVOLUTION_FWD_ALGO_GEMM",          "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT",
+    "CUDNN_CONVOLUTION_FWD_ALGO_FFT",           "CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING",
+    "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD",      "CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED"};
+const char* const kBwdDataAlgoNames[] = {
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_0",        "CUDNN_CONVOLUTION_BWD_DATA_ALGO_1",
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT",      "CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING",
+    "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD", "CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED"};
+const char* const kBwdFilterAlgoNames[] = {
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0",        "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT",      "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD", "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED",
+    "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING"};
+static_assert(std::size(kFwdAlgoNames) == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+static_assert(std::size(kBwdDataAlgoNames) == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+static_assert(std::size(kBwdFilterAlgoNames) == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+
+const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
+  return a >= 0 && a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT ? kFwdAlgoNames[a] : "an unnamed forward algorithm";
+}
+const char* algo_name(cudnnConvolutionBwdDataAlgo_t a) {
+  return a >= 0 && a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT ? kBwdDataAlgoNames[a]
+                                                              : "an unnamed backward-data algorithm";
+}
+const char* algo_name(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a >= 0 && a < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT ? kBwdFilterAlgoNames[a]
+                                                                : "an unnamed backward-filter algorithm";
+}
+
+// The notes of conv_algorithm_notes(): each distinct line once, in first-use order.
+struct AlgoNotes {
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+AlgoNotes& algo_notes() {
+  static auto* notes = new AlgoNotes();  // never destroyed, like dnn_context()
+  return *notes;
+}
+
+std::string dims(int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); }
+
+void note_algorithm(const kernels::Conv2dShape& s, const char* what, const char* name, bool deterministic,
+                    bool offered_deterministic, bool tensor_op) {
+  std::string line = "cuDNN conv2d " + std::to_string(s.n) + "x" + dims(s.ih, s.iw) + "x" + std::to_string(s.ic) +
+                     " -> " + std::to_string(s.n) + "x" + dims(s.oh, s.ow) + "x" + std::to_string(s.oc) +
+                     ", kernel " + dims(s.kh, s.kw) + ", strides " + dims(s.sh, s.sw) + ", dilation " +
+                     dims(s.dh, s.dw) + ": " + what + " " + name + " (" +
+                     (deterministic ? std::string("deterministic")
+                                    : offered_deterministic ? std::string("non-deterministic")
+                                                            : std::string("non-deterministic: cuDNN offers no "
+                                                                          "deterministic one")) +
+                     (tensor_op ? ", TF32 tensor-op math)" : ", FMA math)");
+  AlgoNotes& notes = algo_notes();
+  std::lock_guard<std::mutex> lock(notes.mu);
+  for (const std::string& l : notes.lines) {
+    if (l == line) return;
   }
-  return runtime_error(std::string("cuDNN offers no ") + what + " algorithm" +
-                       (mode == MathMode::kFloat32 ? " with float32 (FMA) math" : "") + " for this convolution");
+  notes.lines.push_back(std::move(line));
+}
+
+bool is_tensor_op(cudnnMathType_t m) {
+  return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+// The algorithm of cuDNN's heuristic ranking (perf, best first) that
+// pick_conv_algorithm chooses under the policy. For kFloat32 the convolution
+// keeps CUDNN_FMA_MATH (set before the query) so no TF32 kernel can run; for
+// kTf32 it takes the chosen algorithm's own math type. The choice is noted
+// for conv_algorithm_notes().
+template <class Perf>
+Result<Perf> pick(const Perf* perf, int count, const ConvPolicy& policy, cudnnConvolutionDescriptor_t conv,
+                  const kernels::Conv2dShape& s, const char* what) {
+  std::vector<ConvAlgoCandidate> ranked(static_cast<size_t>(count < 0 ? 0 : count));
+  bool offered_deterministic = false;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    ranked[i].usable = perf[i].status == CUDNN_STATUS_SUCCESS;
+    ranked[i].tensor_op = is_tensor_op(perf[i].mathType);
+    ranked[i].deterministic = perf[i].determinism == CUDNN_DETERMINISTIC;
+    const bool allowed = ranked[i].usable && !(policy.mode == MathMode::kFloat32 && ranked[i].tensor_op);
+    offered_deterministic = offered_deterministic || (allowed && ranked[i].deterministic);
+  }
+  const ConvAlgoPick chosen = pick_conv_algorithm(ranked, policy);
+  if (chosen.index < 0) {
+    return runtime_error(std::string("cuDNN offers no ") + what + " algorithm" +
+                         (policy.mode == MathMode::kFloat32 ? " with float32 (FMA) math" : "") +
+                         " for this convolution");
+  }
+  const Perf& p = perf[chosen.index];
+  if (policy.mode == MathMode::kTf32) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv, p.mathType));
+  note_algorithm(s, what, algo_name(p.algo), chosen.deterministic, offered_deterministic,
+                 policy.mode == MathMode::kTf32 && is_tensor_op(p.mathType));
+  return p;
 }
 
 cudnnMathType_t math(MathMode mode) { return mode == MathMode::kTf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
@@ -174,7 +253,7 @@ struct ConvCall {
   CachedBuffer weights;
 };
 
-Status prepare_conv(GpuDevice& dev, const kernels::Conv2dShape& s, MathMode mode, const float* x_to_pad,
+Status prepare_conv(GpuDevice& dev, const kernels::Conv2dShape& s, const ConvPolicy& policy, const float* x_to_pad,
                     ConvCall& c) {
   Result<DnnContext*> ctx = dnn_context(dev);
   if (!ctx.ok()) return ctx.error();
@@ -182,7 +261,7 @@ Status prepare_conv(GpuDevice& dev, const kernels::Conv2dShape& s, MathMode mode
   c.h = (*ctx)->handle;
   c.p = conv_pad_plan(s);
   if (Status st = make_conv_descs(s, c.p, c.d); !st.ok()) return st;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(c.d.conv.d, math(mode)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(c.d.conv.d, math(policy.mode)));
   if (c.p.explicit_pad) {
     Result<CachedBuffer> b =
         scratch(dev, static_cast<size_t>(s.n * c.p.padded_h * c.p.padded_w * s.ic) * sizeof(float));
@@ -199,6 +278,27 @@ Status prepare_conv(GpuDevice& dev, const kernels::Conv2dShape& s, MathMode mode
 }
 
 }  // namespace
+
+ConvAlgoPick pick_conv_algorithm(std::span<const ConvAlgoCandidate> ranked, const ConvPolicy& p) {
+  const auto allowed = [&](const ConvAlgoCandidate& c) {
+    return c.usable && !(p.mode == MathMode::kFloat32 && c.tensor_op);
+  };
+  if (p.deterministic) {
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      if (allowed(ranked[i]) && ranked[i].deterministic) return {static_cast<int>(i), true};
+    }
+  }
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (allowed(ranked[i])) return {static_cast<int>(i), ranked[i].deterministic};
+  }
+  return {};
+}
+
+std::vector<std::string> conv_algorithm_notes() {
+  AlgoNotes& notes = algo_notes();
+  std::lock_guard<std::mutex> lock(notes.mu);
+  return notes.lines;
+}
 
 ConvPadPlan conv_pad_plan(const kernels::Conv2dShape& s) {
   ConvPadPlan p;
@@ -220,9 +320,9 @@ PoolPadPlan pool_pad_plan(const kernels::Pool2dShape& s) {
 }
 
 Status conv2d_forward(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* w,
-                      const float* bias, float* y, MathMode mode) {
+                      const float* bias, float* y, const ConvPolicy& policy) {
   ConvCall c;
-  if (Status st = prepare_conv(dev, s, mode, x, c); !st.ok()) return st;
+  if (Status st = prepare_conv(dev, s, policy, x, c); !st.ok()) return st;
   const cudnnHandle_t h = c.h;
   const ConvPadPlan& p = c.p;
   const ConvDescs& d = c.d;
@@ -231,7 +331,7 @@ Status conv2d_forward(GpuDevice& dev, const kernels::Conv2dShape& s, const float
   int count = 0;
   DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d,
                                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-  Result<cudnnConvolutionFwdAlgoPerf_t> algo = pick(perf, count, mode, d.conv.d, "forward");
+  Result<cudnnConvolutionFwdAlgoPerf_t> algo = pick(perf, count, policy, d.conv.d, s, "forward");
   if (!algo.ok()) return algo.error();
   size_t ws_bytes = 0;
   DTRAIN_CUDA_RETURN_IF_ERROR(
@@ -248,9 +348,9 @@ Status conv2d_forward(GpuDevice& dev, const kernels::Conv2dShape& s, const float
 }
 
 Status conv2d_backward_data(GpuDevice& dev, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
-                            MathMode mode) {
+                            const ConvPolicy& policy) {
   ConvCall c;
-  if (Status st = prepare_conv(dev, s, mode, nullptr, c); !st.ok()) return st;
+  if (Status st = prepare_conv(dev, s, policy, nullptr, c); !st.ok()) return st;
   const cudnnHandle_t h = c.h;
   const ConvPadPlan& p = c.p;
   const ConvDescs& d = c.d;
@@ -259,7 +359,7 @@ Status conv2d_backward_data(GpuDevice& dev, const kernels::Conv2dShape& s, const
   int count = 0;
   DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
       h, d.w.d, d.y.d, d.conv.d, d.x.d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-  Result<cudnnConvolutionBwdDataAlgoPerf_t> algo = pick(perf, count, mode, d.conv.d, "backward-data");
+  Result<cudnnConvolutionBwdDataAlgoPerf_t> algo = pick(perf, count, policy, d.conv.d, s, "backward-data");
   if (!algo.ok()) return algo.error();
   size_t ws_bytes = 0;
   DTRAIN_CUDA_RETURN_IF_ERROR(
@@ -275,9 +375,9 @@ Status conv2d_backward_data(GpuDevice& dev, const kernels::Conv2dShape& s, const
 }
 
 Status conv2d_backward_weights(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* dy,
-                               float* dw, float* db, MathMode mode) {
+                               float* dw, float* db, const ConvPolicy& policy) {
   ConvCall c;
-  if (Status st = prepare_conv(dev, s, mode, x, c); !st.ok()) return st;
+  if (Status st = prepare_conv(dev, s, policy, x, c); !st.ok()) return st;
   const cudnnHandle_t h = c.h;
   const ConvPadPlan& p = c.p;
   const ConvDescs& d = c.d;
@@ -285,7 +385,7 @@ Status conv2d_backward_weights(GpuDevice& dev, const kernels::Conv2dShape& s, co
   int count = 0;
   DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
       h, d.x.d, d.y.d, d.conv.d, d.w.d, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-  Result<cudnnConvolutionBwdFilterAlgoPerf_t> algo = pick(perf, count, mode, d.conv.d, "backward-filter");
+  Result<cudnnConvolutionBwdFilterAlgoPerf_t> algo = pick(perf, count, policy, d.conv.d, s, "backward-filter");
   if (!algo.ok()) return algo.error();
   size_t ws_bytes = 0;
   DTRAIN_CUDA_RETURN_IF_ERROR(

@@ -9,6 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "engine/cuda/device_context.hpp"
 #include "engine/cuda/matmul_lt.hpp"
@@ -40,18 +43,48 @@ struct PoolPadPlan {
 };
 PoolPadPlan pool_pad_plan(const kernels::Pool2dShape& s);
 
+// How a convolution's algorithm is chosen. mode kFloat32 restricts cuDNN to
+// FMA math (no TF32 tensor cores). deterministic (run.deterministic) prefers
+// algorithms cuDNN marks CUDNN_DETERMINISTIC (no atomics: the same bits on
+// every run); only when cuDNN offers none for a convolution does it take the
+// best other one, and the note says so.
+struct ConvPolicy {
+  MathMode mode = MathMode::kFloat32;
+  bool deterministic = false;
+};
+
+// One algorithm of cuDNN's heuristic ranking, as pick_conv_algorithm sees it.
+struct ConvAlgoCandidate {
+  bool usable = false;     // status CUDNN_STATUS_SUCCESS
+  bool tensor_op = false;  // a tensor-op (TF32) math type
+  bool deterministic = false;
+};
+// The candidate a convolution runs with: the first (best ranked) usable one
+// the policy allows, preferring deterministic ones under p.deterministic.
+// index -1 when none is allowed. Plain logic, usable without a GPU.
+struct ConvAlgoPick {
+  int index = -1;
+  bool deterministic = false;
+};
+ConvAlgoPick pick_conv_algorithm(std::span<const ConvAlgoCandidate> ranked, const ConvPolicy& p);
+
+// The algorithms cuDNN was asked to run so far in this process, one line per
+// distinct convolution and direction, in the order first used:
+//   "cuDNN conv2d 32x28x28x1 -> 32x28x28x32, kernel 3x3, strides 1x1, dilation 1x1: backward-filter
+//    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 (deterministic, FMA math)"
+std::vector<std::string> conv_algorithm_notes();
+
 // Shapes and layouts as engine/kernels/conv.hpp:
 //   x: (n, ih, iw, ic)   w: (kh, kw, ic, oc)   bias, db: (oc)   y, dy: (n, oh, ow, oc)
 // y = conv(x, w) [+ bias], then max(y, 0) when s.relu. bias may be null.
-// mode kFloat32 restricts cuDNN to FMA math (no TF32 tensor cores).
 Status conv2d_forward(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* w,
-                      const float* bias, float* y, MathMode mode);
+                      const float* bias, float* y, const ConvPolicy& policy);
 // dx (n, ih, iw, ic), overwritten.
 Status conv2d_backward_data(GpuDevice& dev, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
-                            MathMode mode);
+                            const ConvPolicy& policy);
 // dw (kh, kw, ic, oc) and db (oc, or null) overwritten.
 Status conv2d_backward_weights(GpuDevice& dev, const kernels::Conv2dShape& s, const float* x, const float* dy,
-                               float* dw, float* db, MathMode mode);
+                               float* dw, float* db, const ConvPolicy& policy);
 
 // Shapes as engine/kernels/pool.hpp: x, dx: (n, ih, iw, c); y, dy: (n, oh, ow, c).
 // Max pooling ignores padded positions; average pooling excludes them from

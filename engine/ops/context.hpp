@@ -18,6 +18,9 @@ struct Context {
   // TF32 tensor cores (10-bit mantissa products, float32 accumulation). No
   // effect on the CPU.
   bool tf32 = false;
+  // run.deterministic: GPU convolutions prefer algorithms cuDNN marks
+  // deterministic (no atomics). No effect on the CPU, whose kernels always are.
+  bool deterministic = false;
 };
 
 // A float32 context on the host (tests, host-side helpers).

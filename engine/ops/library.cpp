@@ -86,6 +86,11 @@ void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, 
   });
 }
 
+namespace {
+// How a GPU convolution of this context may compute.
+GpuMath gpu_math(const Context& ctx) { return GpuMath{ctx.tf32, ctx.deterministic}; }
+}  // namespace
+
 void conv2d_forward(const Context& ctx, const kernels::Conv2dShape& s, const Tensor& x, const Tensor& w,
                     const Tensor* bias, Tensor& y) {
   on_device(ctx, "conv2d", {&x, &w, bias, &y}, [&] {
@@ -96,7 +101,7 @@ void conv2d_forward(const Context& ctx, const kernels::Conv2dShape& s, const Ten
     kernels::conv2d_forward(t, ox.p, ow.p, bias ? f32(*bias) : nullptr, f32(y));
   }, [&] {
     assert(x.dtype() == DType::f32 && w.dtype() == DType::f32);
-    gpu::conv2d_forward(ctx.device, s, f32(x), f32(w), bias ? f32(*bias) : nullptr, f32(y), ctx.tf32);
+    gpu::conv2d_forward(ctx.device, s, f32(x), f32(w), bias ? f32(*bias) : nullptr, f32(y), gpu_math(ctx));
   });
 }
 
@@ -110,7 +115,7 @@ void conv2d_backward_data(const Context& ctx, const kernels::Conv2dShape& s, con
     kernels::conv2d_backward_data(t, ody.p, ow.p, f32(dx));
   }, [&] {
     assert(dy.dtype() == DType::f32 && w.dtype() == DType::f32);
-    gpu::conv2d_backward_data(ctx.device, s, f32(dy), f32(w), f32(dx), ctx.tf32);
+    gpu::conv2d_backward_data(ctx.device, s, f32(dy), f32(w), f32(dx), gpu_math(ctx));
   });
 }
 
@@ -124,7 +129,7 @@ void conv2d_backward_weights(const Context& ctx, const kernels::Conv2dShape& s, 
     kernels::conv2d_backward_weights(t, ox.p, ody.p, f32(dw), db ? f32(*db) : nullptr);
   }, [&] {
     assert(x.dtype() == DType::f32 && dy.dtype() == DType::f32);
-    gpu::conv2d_backward_weights(ctx.device, s, f32(x), f32(dy), f32(dw), db ? f32(*db) : nullptr, ctx.tf32);
+    gpu::conv2d_backward_weights(ctx.device, s, f32(x), f32(dy), f32(dw), db ? f32(*db) : nullptr, gpu_math(ctx));
   });
 }
 

@@ -15,6 +15,7 @@
 #include <doctest.h>
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ using dtrain::test::random_tensor;
 
 constexpr double kMatmulRtol = 1e-4, kTf32Rtol = 2e-2, kConvRtol = 1e-4;
 constexpr double kAvgPoolRtol = 1e-5, kPoolBackwardRtol = 1e-5, kSoftmaxRtol = 1e-5;
+// Convolutions with FMA math (no TF32), cuDNN's best-ranked algorithm.
+const ConvPolicy kFma{MathMode::kFloat32, false};
 
 void require_ok(const Status& s) { REQUIRE_MESSAGE(s.ok(), (s.ok() ? "" : s.error().message)); }
 
@@ -309,7 +312,6 @@ TEST_CASE("cuda dnn: conv2d forward, backward data and backward weights equal th
       {"same 3x3 stride 1 (symmetric pad), relu", conv_shape(4, 12, 10, 3, 8, 3, 1, 1, true, true)},
       {"same 3x3 stride 2 on even input (asymmetric pad)", conv_shape(3, 14, 16, 5, 6, 3, 2, 1, true, false)},
       {"same 2x2 stride 1 (pad only below/right)", conv_shape(2, 9, 7, 4, 5, 2, 1, 1, true, false)},
-      {"valid 5x5 dilation 2", conv_shape(2, 17, 15, 3, 7, 5, 1, 2, false, false)},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
@@ -322,22 +324,125 @@ TEST_CASE("cuda dnn: conv2d forward, backward data and backward weights equal th
     Tensor y(ys);
     kernels::conv2d_forward(s, x.data(), w.data(), bias.data(), y.data());
     DeviceArray gy(y.numel());
-    require_ok(conv2d_forward(dev, s, gx.data(), gw.data(), gb.data(), gy.data(), MathMode::kFloat32));
+    require_ok(conv2d_forward(dev, s, gx.data(), gw.data(), gb.data(), gy.data(), kFma));
     check_close(from_gpu(gy, ys), y, kConvRtol, "conv2d forward");
 
     Tensor dx(xs);
     kernels::conv2d_backward_data(s, dy.data(), w.data(), dx.data());
     DeviceArray gdx(x.numel());
-    require_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), MathMode::kFloat32));
+    require_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), kFma));
     check_close(from_gpu(gdx, xs), dx, kConvRtol, "conv2d backward data");
 
     Tensor dw(ws), db({s.oc});
     kernels::conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), db.data());
     DeviceArray gdw(w.numel()), gdb(s.oc);
-    require_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), MathMode::kFloat32));
+    require_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), kFma));
     check_close(from_gpu(gdw, ws), dw, kConvRtol, "conv2d backward weights");
     check_close(from_gpu(gdb, {s.oc}), db, kConvRtol, "conv2d backward bias");
   }
+}
+
+// The support table refuses conv2d_dilated on GPUs (cuDNN may offer no NHWC
+// float32 FMA-math algorithm for a dilated convolution). This probe says what
+// cuDNN does with one: equal to the CPU, or refused with cuDNN's own words,
+// never a wrong result. Its MESSAGE is how a GPU run tells whether the
+// refusal can be lifted.
+TEST_CASE("cuda dnn: a dilated conv equals the CPU conv or is refused as having no FMA algorithm") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  const kernels::Conv2dShape s = conv_shape(2, 17, 15, 3, 7, 5, 1, 2, false, false);
+  const Shape xs{s.n, s.ih, s.iw, s.ic}, ws{s.kh, s.kw, s.ic, s.oc}, ys{s.n, s.oh, s.ow, s.oc};
+  const Tensor x = random_tensor(xs, 41), w = random_tensor(ws, 42, 0.2f), bias = random_tensor({s.oc}, 43);
+  const Tensor dy = random_tensor(ys, 44);
+  DeviceArray gx(x), gw(w), gb(bias), gdy(dy);
+  const auto refused_or_ok = [](const Status& st, const char* what) {
+    if (st.ok()) return true;
+    MESSAGE(what << " of a dilated conv refused: " << st.error().message);
+    CHECK(st.error().message.find("algorithm with float32 (FMA) math for this convolution") != std::string::npos);
+    return false;
+  };
+  Tensor y(ys);
+  kernels::conv2d_forward(s, x.data(), w.data(), bias.data(), y.data());
+  DeviceArray gy(y.numel());
+  if (refused_or_ok(conv2d_forward(dev, s, gx.data(), gw.data(), gb.data(), gy.data(), kFma), "forward")) {
+    check_close(from_gpu(gy, ys), y, kConvRtol, "dilated conv2d forward");
+  }
+  Tensor dx(xs);
+  kernels::conv2d_backward_data(s, dy.data(), w.data(), dx.data());
+  DeviceArray gdx(x.numel());
+  if (refused_or_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), kFma), "backward data")) {
+    check_close(from_gpu(gdx, xs), dx, kConvRtol, "dilated conv2d backward data");
+  }
+  Tensor dw(ws), db({s.oc});
+  kernels::conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), db.data());
+  DeviceArray gdw(w.numel()), gdb(s.oc);
+  if (refused_or_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), kFma),
+                    "backward weights")) {
+    check_close(from_gpu(gdw, ws), dw, kConvRtol, "dilated conv2d backward weights");
+    check_close(from_gpu(gdb, {s.oc}), db, kConvRtol, "dilated conv2d backward bias");
+  }
+  for (const std::string& line : conv_algorithm_notes()) {
+    if (line.find("dilation 2x2") != std::string::npos) MESSAGE(line);
+  }
+}
+
+TEST_CASE("cuda dnn plan: the algorithm choice keeps FMA math for float32 and prefers deterministic ones when asked") {
+  // cuDNN's ranking, best first: a failing one, a TF32 one, a fast one with
+  // atomics, then a deterministic FMA one.
+  const ConvAlgoCandidate ranked[] = {
+      {false, false, true}, {true, true, true}, {true, false, false}, {true, false, true}};
+  const ConvAlgoPick fast = pick_conv_algorithm(ranked, ConvPolicy{MathMode::kFloat32, false});
+  CHECK(fast.index == 2);
+  CHECK_FALSE(fast.deterministic);
+  const ConvAlgoPick det = pick_conv_algorithm(ranked, ConvPolicy{MathMode::kFloat32, true});
+  CHECK(det.index == 3);
+  CHECK(det.deterministic);
+  const ConvAlgoPick tf32 = pick_conv_algorithm(ranked, ConvPolicy{MathMode::kTf32, false});
+  CHECK(tf32.index == 1);
+  CHECK(tf32.deterministic);
+  // No deterministic FMA algorithm: the best FMA one, said to be non-deterministic.
+  const ConvAlgoCandidate no_det[] = {{true, true, true}, {true, false, false}};
+  const ConvAlgoPick fallback = pick_conv_algorithm(no_det, ConvPolicy{MathMode::kFloat32, true});
+  CHECK(fallback.index == 1);
+  CHECK_FALSE(fallback.deterministic);
+  // Nothing allowed: none.
+  const ConvAlgoCandidate only_tf32[] = {{true, true, true}, {false, false, true}};
+  CHECK(pick_conv_algorithm(only_tf32, ConvPolicy{MathMode::kFloat32, true}).index == -1);
+  CHECK(pick_conv_algorithm({}, ConvPolicy{}).index == -1);
+}
+
+TEST_CASE("cuda dnn: under the deterministic policy a convolution's gradients are the same bits every time, and the "
+          "algorithms are named") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  const kernels::Conv2dShape s = conv_shape(32, 14, 14, 16, 32, 3, 1, 1, true, false);
+  const Shape xs{s.n, s.ih, s.iw, s.ic}, ws{s.kh, s.kw, s.ic, s.oc}, ys{s.n, s.oh, s.ow, s.oc};
+  const Tensor x = random_tensor(xs, 51), w = random_tensor(ws, 52, 0.2f), dy = random_tensor(ys, 53);
+  DeviceArray gx(x), gw(w), gdy(dy);
+  const ConvPolicy det{MathMode::kFloat32, true};
+  std::vector<Tensor> dws, dxs;
+  for (int run = 0; run < 3; ++run) {
+    DeviceArray gdw(w.numel()), gdb(s.oc), gdx(x.numel());
+    require_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), det));
+    require_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), det));
+    dws.push_back(from_gpu(gdw, ws));
+    dxs.push_back(from_gpu(gdx, xs));
+  }
+  for (int run = 1; run < 3; ++run) {
+    CHECK(std::memcmp(dws[0].data(), dws[run].data(), dws[0].numel() * sizeof(float)) == 0);
+    CHECK(std::memcmp(dxs[0].data(), dxs[run].data(), dxs[0].numel() * sizeof(float)) == 0);
+  }
+  const std::string shape = "cuDNN conv2d 32x14x14x16 -> 32x14x14x32, kernel 3x3, strides 1x1, dilation 1x1: ";
+  int named = 0;
+  for (const std::string& line : conv_algorithm_notes()) {
+    MESSAGE(line);
+    if (line.rfind(shape + "backward-filter CUDNN_CONVOLUTION_BWD_FILTER_ALGO_", 0) == 0 ||
+        line.rfind(shape + "backward-data CUDNN_CONVOLUTION_BWD_DATA_ALGO_", 0) == 0) {
+      ++named;
+      CHECK(line.find("(deterministic, FMA math)") != std::string::npos);
+    }
+  }
+  CHECK(named == 2);
 }
 
 TEST_CASE("cuda dnn: max and average pooling forward and backward equal the CPU pooling") {
@@ -455,11 +560,11 @@ TEST_CASE("cuda blas/dnn: the dense, conv2d (fused relu) and max-pool layers equ
 
     DeviceArray gx(x), gw(params[0]), gb(params[1]), gdy(dy), gy(y.numel()), gdx(x.numel()), gdw(params[0].numel()),
         gdb(s.oc);
-    require_ok(conv2d_forward(dev, s, gx.data(), gw.data(), gb.data(), gy.data(), MathMode::kFloat32));
+    require_ok(conv2d_forward(dev, s, gx.data(), gw.data(), gb.data(), gy.data(), kFma));
     // The fused relu's backward: dy masked by y > 0 (the layer's rule), then the conv.
     require_ok(relu_backward(gy.data(), gdy.data(), gdy.data(), dy.numel(), stream));
-    require_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), MathMode::kFloat32));
-    require_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), MathMode::kFloat32));
+    require_ok(conv2d_backward_data(dev, s, gdy.data(), gw.data(), gdx.data(), kFma));
+    require_ok(conv2d_backward_weights(dev, s, gx.data(), gdy.data(), gdw.data(), gdb.data(), kFma));
     check_close(from_gpu(gy, y.shape()), y, kConvRtol, "conv2d layer y");
     check_close(from_gpu(gdx, x.shape()), dx, kConvRtol, "conv2d layer dx");
     check_close(from_gpu(gdw, grads[0].shape()), grads[0], kConvRtol, "conv2d layer dkernel");

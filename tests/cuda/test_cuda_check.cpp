@@ -94,6 +94,53 @@ TEST_CASE("cuda check: failed CUDA, cuBLAS, cuDNN and NCCL calls become one-line
   CHECK(DTRAIN_CUDA_STATUS(ncclSuccess).ok());
 }
 
+// A raw (unwrapped) cuDNN call that fails, as cuDNN's own internal attempts
+// do: it leaves its detail message behind on this thread.
+// Its detail ("padA[i] < 0") differs from the tensor shape failure below.
+void leave_a_stale_cudnn_detail() {
+  cudnnConvolutionDescriptor_t desc = nullptr;
+  REQUIRE(cudnnCreateConvolutionDescriptor(&desc) == CUDNN_STATUS_SUCCESS);
+  CHECK(cudnnSetConvolution2dDescriptor(desc, -1, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT) ==
+        CUDNN_STATUS_BAD_PARAM);
+  cudnnDestroyConvolutionDescriptor(desc);
+}
+
+TEST_CASE("cuda check: a cuDNN failure reports its own detail, never one an earlier call left behind") {
+  const std::string h = host();
+  // The stale detail is there until read: the raw API shows it.
+  leave_a_stale_cudnn_detail();
+  char raw[512] = {};
+  cudnnGetLastErrorString(raw, sizeof(raw));
+  REQUIRE_MESSAGE(raw[0] != '\0', "cuDNN left no detail for a bad parameter: the checks below would prove nothing");
+
+  // A wrapped failure without detail of its own after a stale one: no detail.
+  leave_a_stale_cudnn_detail();
+  int line = __LINE__ + 1;
+  Status s = DTRAIN_CUDA_STATUS(not_supported());
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message == where(line) + "not_supported() failed" + on_gpu() + " (host " + h +
+                                 "): CUDNN_STATUS_NOT_SUPPORTED (3000): no detail from cuDNN");
+
+  // A successful wrapped call between does not carry the stale detail over either.
+  leave_a_stale_cudnn_detail();
+  cudnnTensorDescriptor_t desc = nullptr;
+  REQUIRE(DTRAIN_CUDA_STATUS(cudnnCreateTensorDescriptor(&desc)).ok());
+  CHECK(DTRAIN_CUDA_STATUS(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, 2, 3, 4)).ok());
+  s = DTRAIN_CUDA_STATUS(not_supported());
+  CHECK(s.error().message.ends_with("CUDNN_STATUS_NOT_SUPPORTED (3000): no detail from cuDNN"));
+
+  // A real failure after a stale one reports its own detail: the width it was given.
+  leave_a_stale_cudnn_detail();
+  s = DTRAIN_CUDA_STATUS(cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1, 2, 3, -7));
+  cudnnDestroyTensorDescriptor(desc);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("CUDNN_STATUS_BAD_PARAM (2000): ") != std::string::npos);
+  CHECK_FALSE(s.error().message.ends_with("no detail from cuDNN"));
+  CHECK_MESSAGE(s.error().message.find(raw) == std::string::npos, s.error().message, " carries the stale ", raw);
+  // Nothing is left for the next failure once this one was reported.
+  CHECK(DTRAIN_CUDA_STATUS(not_supported()).error().message.ends_with("no detail from cuDNN"));
+}
+
 TEST_CASE("cuda check: DTRAIN_CUDA_RETURN_IF_ERROR returns the error from Status and Result functions") {
   const Status s = returns_status();
   REQUIRE_FALSE(s.ok());

@@ -86,7 +86,7 @@ TEST_CASE("cuda module: loads from the build tree in a CUDA build, else says not
     const Result<void*> p = b.allocate(0, 64);
     REQUIRE_FALSE(p.ok());
     CHECK(p.error().message.find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
-    const Status conv = b.conv2d_forward(0, kernels::Conv2dShape{}, nullptr, nullptr, nullptr, nullptr, false);
+    const Status conv = b.conv2d_forward(0, kernels::Conv2dShape{}, nullptr, nullptr, nullptr, nullptr, GpuMath{});
     REQUIRE_FALSE(conv.ok());
     CHECK(conv.error().message.find("gpu:0 does not exist: this machine has 0 usable GPUs") == 0);
   }

@@ -82,16 +82,21 @@ void matmul(const Device& d, const kernels::MatmulShape& s, const float* a, cons
 }
 
 void conv2d_forward(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                    float* y, bool tf32) {
-  check("conv2d", d, backend().conv2d_forward(d.index, s, x, w, bias, y, tf32));
+                    float* y, const GpuMath& math) {
+  check("conv2d", d, backend().conv2d_forward(d.index, s, x, w, bias, y, math));
 }
 void conv2d_backward_data(const Device& d, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
-                          bool tf32) {
-  check("conv2d backward data", d, backend().conv2d_backward_data(d.index, s, dy, w, dx, tf32));
+                          const GpuMath& math) {
+  check("conv2d backward data", d, backend().conv2d_backward_data(d.index, s, dy, w, dx, math));
 }
 void conv2d_backward_weights(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* dy,
-                             float* dw, float* db, bool tf32) {
-  check("conv2d backward weights", d, backend().conv2d_backward_weights(d.index, s, x, dy, dw, db, tf32));
+                             float* dw, float* db, const GpuMath& math) {
+  check("conv2d backward weights", d, backend().conv2d_backward_weights(d.index, s, x, dy, dw, db, math));
+}
+std::vector<std::string> conv_algorithms() {
+  Result<const CudaModule*> m = load_cuda_module();
+  if (!m.ok()) return {};
+  return (*m)->backend->conv_algorithms();
 }
 
 void pool2d_forward(const Device& d, const kernels::Pool2dShape& s, const float* x, float* y) {

@@ -41,14 +41,19 @@ void matmul(const Device& d, const kernels::MatmulShape& s, const float* a, cons
 
 // Convolution through cuDNN (engine/cuda/cudnn_ops.hpp), float32, shapes as
 // kernels::conv2d_*: x (n, ih, iw, ic), w (kh, kw, ic, oc) HWIO, bias and db
-// (oc) or null, y and dy (n, oh, ow, oc). Outputs are overwritten. tf32 lets
-// cuDNN use TF32 tensor cores (precision.matmul: tf32); otherwise FMA math only.
+// (oc) or null, y and dy (n, oh, ow, oc). Outputs are overwritten. math.tf32
+// lets cuDNN use TF32 tensor cores (precision.matmul: tf32), otherwise FMA
+// math only; math.deterministic prefers deterministic algorithms.
 void conv2d_forward(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* w, const float* bias,
-                    float* y, bool tf32);  // y = conv [+ bias], then relu when s.relu
+                    float* y, const GpuMath& math);  // y = conv [+ bias], then relu when s.relu
 void conv2d_backward_data(const Device& d, const kernels::Conv2dShape& s, const float* dy, const float* w, float* dx,
-                          bool tf32);
+                          const GpuMath& math);
 void conv2d_backward_weights(const Device& d, const kernels::Conv2dShape& s, const float* x, const float* dy,
-                             float* dw, float* db, bool tf32);
+                             float* dw, float* db, const GpuMath& math);
+// The cuDNN algorithms the convolutions of this process ran with, one line
+// per distinct convolution and direction; empty when the CUDA module was
+// never loaded (no GPU op ran).
+std::vector<std::string> conv_algorithms();
 
 // Pooling through cuDNN, float32, x and dx (n, ih, iw, c), y and dy (n, oh, ow, c).
 // The backward reads x and y (cuDNN finds the max again; no workspace).
