@@ -20,28 +20,6 @@
 namespace dtrain::cuda {
 namespace {
 
-// One GPU's cuDNN handle, bound to its compute stream; mu serialises calls.
-struct DnnContext {
-  std::mutex mu;
-  cudnnHandle_t handle = nullptr;
-};
-
-Result<DnnContext*> dnn_context(GpuDevice& dev) {
-  static std::mutex mu;
-  static auto* contexts = new std::map<int, std::unique_ptr<DnnContext>>();  // never destroyed, like gpu_device()
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = contexts->find(dev.index);
-  if (it != contexts->end()) return it->second.get();
-  Result<DeviceGuard> guard = DeviceGuard::set(dev.index);
-  if (!guard.ok()) return guard.error();
-  auto ctx = std::make_unique<DnnContext>();
-  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreate(&ctx->handle));
-  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetStream(ctx->handle, dev.compute.get()));
-  DnnContext* raw = ctx.get();
-  contexts->emplace(dev.index, std::move(ctx));
-  return raw;
-}
-
 struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
   ~TensorDesc() { if (d) cudnnDestroyTensorDescriptor(d); }
@@ -141,6 +119,56 @@ Status make_conv_descs(const kernels::Conv2dShape& s, const ConvPadPlan& p, Conv
   return {};
 }
 
+// One convolution direction's choice: cuDNN's algorithm (a
+// cudnnConvolution*Algo_t), the math type it runs with, its workspace.
+struct ConvAlgo {
+  bool chosen = false;
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  size_t ws_bytes = 0;
+};
+
+// One convolution's descriptors and, per direction, the algorithm chosen on
+// that direction's first call: made once per distinct shape and policy, so a
+// warm call only runs its kernels.
+struct ConvPlan {
+  ConvPadPlan p;
+  ConvDescs d;
+  ConvAlgo fwd, bwd_data, bwd_filter;
+};
+using ConvPlanKey = std::vector<int64_t>;
+
+ConvPlanKey conv_plan_key(const kernels::Conv2dShape& s, const ConvPolicy& policy) {
+  return {s.n,       s.ih,          s.iw,           s.ic,       s.oh,      s.ow,
+          s.oc,      s.kh,          s.kw,           s.sh,       s.sw,      s.dh,
+          s.dw,      s.pad_top,     s.pad_bottom,   s.pad_left, s.pad_right, int64_t(policy.mode),
+          policy.deterministic};
+}
+
+// One GPU's cuDNN handle, bound to its compute stream, and its convolution
+// plans; mu serialises calls.
+struct DnnContext {
+  std::mutex mu;
+  cudnnHandle_t handle = nullptr;
+  std::map<ConvPlanKey, std::unique_ptr<ConvPlan>> conv_plans;
+};
+
+Result<DnnContext*> dnn_context(GpuDevice& dev) {
+  static std::mutex mu;
+  static auto* contexts = new std::map<int, std::unique_ptr<DnnContext>>();  // never destroyed, like gpu_device()
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = contexts->find(dev.index);
+  if (it != contexts->end()) return it->second.get();
+  Result<DeviceGuard> guard = DeviceGuard::set(dev.index);
+  if (!guard.ok()) return guard.error();
+  auto ctx = std::make_unique<DnnContext>();
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnCreate(&ctx->handle));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetStream(ctx->handle, dev.compute.get()));
+  DnnContext* raw = ctx.get();
+  contexts->emplace(dev.index, std::move(ctx));
+  return raw;
+}
+
 const char* const kFwdAlgoNames[] = {
     "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM", "CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM",
     "CUDNN_CONVOLUTION_FWD_ALGO_GEMM",          "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT",
@@ -207,13 +235,13 @@ bool is_tensor_op(cudnnMathType_t m) {
 }
 
 // The algorithm of cuDNN's heuristic ranking (perf, best first) that
-// pick_conv_algorithm chooses under the policy. For kFloat32 the convolution
-// keeps CUDNN_FMA_MATH (set before the query) so no TF32 kernel can run; for
-// kTf32 it takes the chosen algorithm's own math type. The choice is noted
-// for conv_algorithm_notes().
+// pick_conv_algorithm chooses under the policy. For kFloat32 it runs with
+// CUDNN_FMA_MATH (also set before the query) so no TF32 kernel can run; for
+// kTf32 with the chosen algorithm's own math type. The choice is noted for
+// conv_algorithm_notes(). ws_bytes is left for the caller.
 template <class Perf>
-Result<Perf> pick(const Perf* perf, int count, const ConvPolicy& policy, cudnnConvolutionDescriptor_t conv,
-                  const kernels::Conv2dShape& s, const char* what) {
+Result<ConvAlgo> pick(const Perf* perf, int count, const ConvPolicy& policy, const kernels::Conv2dShape& s,
+                      const char* what) {
   std::vector<ConvAlgoCandidate> ranked(static_cast<size_t>(count < 0 ? 0 : count));
   bool offered_deterministic = false;
   for (size_t i = 0; i < ranked.size(); ++i) {
@@ -230,25 +258,26 @@ Result<Perf> pick(const Perf* perf, int count, const ConvPolicy& policy, cudnnCo
                          " for this convolution");
   }
   const Perf& p = perf[chosen.index];
-  if (policy.mode == MathMode::kTf32) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv, p.mathType));
-  note_algorithm(s, what, algo_name(p.algo), chosen.deterministic, offered_deterministic,
-                 policy.mode == MathMode::kTf32 && is_tensor_op(p.mathType));
-  return p;
+  ConvAlgo a;
+  a.chosen = true;
+  a.algo = static_cast<int>(p.algo);
+  a.math = policy.mode == MathMode::kTf32 ? p.mathType : CUDNN_FMA_MATH;
+  note_algorithm(s, what, algo_name(p.algo), chosen.deterministic, offered_deterministic, is_tensor_op(a.math));
+  return a;
 }
 
 cudnnMathType_t math(MathMode mode) { return mode == MathMode::kTf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH; }
 
 // What every convolution call starts with: the device's cuDNN handle, held
-// locked; the padding plan; the descriptors with the math type set; the
-// explicitly padded input buffer when the padding is asymmetric (filled from
-// `x_to_pad` unless that is null); and scratch for the weights in cuDNN's
-// KRSC layout. Members are destroyed in reverse order: the buffers go back to
-// the allocator while the lock is still held.
+// locked; the convolution's plan (made on its first call); the explicitly
+// padded input buffer when the padding is asymmetric (filled from `x_to_pad`
+// unless that is null); and scratch for the weights in cuDNN's KRSC layout.
+// Members are destroyed in reverse order: the buffers go back to the
+// allocator while the lock is still held.
 struct ConvCall {
   std::unique_lock<std::mutex> lock;
   cudnnHandle_t h = nullptr;
-  ConvPadPlan p;
-  ConvDescs d;
+  ConvPlan* plan = nullptr;
   CachedBuffer padded;
   CachedBuffer weights;
 };
@@ -259,16 +288,22 @@ Status prepare_conv(GpuDevice& dev, const kernels::Conv2dShape& s, const ConvPol
   if (!ctx.ok()) return ctx.error();
   c.lock = std::unique_lock<std::mutex>((*ctx)->mu);
   c.h = (*ctx)->handle;
-  c.p = conv_pad_plan(s);
-  if (Status st = make_conv_descs(s, c.p, c.d); !st.ok()) return st;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(c.d.conv.d, math(policy.mode)));
-  if (c.p.explicit_pad) {
-    Result<CachedBuffer> b =
-        scratch(dev, static_cast<size_t>(s.n * c.p.padded_h * c.p.padded_w * s.ic) * sizeof(float));
+  const ConvPlanKey key = conv_plan_key(s, policy);
+  auto it = (*ctx)->conv_plans.find(key);
+  if (it == (*ctx)->conv_plans.end()) {
+    auto plan = std::make_unique<ConvPlan>();
+    plan->p = conv_pad_plan(s);
+    if (Status st = make_conv_descs(s, plan->p, plan->d); !st.ok()) return st;
+    it = (*ctx)->conv_plans.emplace(key, std::move(plan)).first;
+  }
+  c.plan = it->second.get();
+  const ConvPadPlan& p = c.plan->p;
+  if (p.explicit_pad) {
+    Result<CachedBuffer> b = scratch(dev, static_cast<size_t>(s.n * p.padded_h * p.padded_w * s.ic) * sizeof(float));
     if (!b.ok()) return b.error();
     c.padded = std::move(*b);
     if (x_to_pad != nullptr) {
-      if (Status st = pad_copy(dev, s, c.p, x_to_pad, c.padded.floats(), true); !st.ok()) return st;
+      if (Status st = pad_copy(dev, s, p, x_to_pad, c.padded.floats(), true); !st.ok()) return st;
     }
   }
   Result<CachedBuffer> wk = scratch(dev, static_cast<size_t>(s.kh * s.kw * s.ic * s.oc) * sizeof(float));
@@ -324,24 +359,31 @@ Status conv2d_forward(GpuDevice& dev, const kernels::Conv2dShape& s, const float
   ConvCall c;
   if (Status st = prepare_conv(dev, s, policy, x, c); !st.ok()) return st;
   const cudnnHandle_t h = c.h;
-  const ConvPadPlan& p = c.p;
-  const ConvDescs& d = c.d;
+  const ConvPadPlan& p = c.plan->p;
+  const ConvDescs& d = c.plan->d;
+  ConvAlgo& a = c.plan->fwd;
+  if (!a.chosen) {
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, math(policy.mode)));
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
+        h, d.x.d, d.w.d, d.conv.d, d.y.d, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
+    Result<ConvAlgo> chosen = pick(perf, count, policy, s, "forward");
+    if (!chosen.ok()) return chosen.error();
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, chosen->math));
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
+        h, d.x.d, d.w.d, d.conv.d, d.y.d, static_cast<cudnnConvolutionFwdAlgo_t>(chosen->algo), &chosen->ws_bytes));
+    a = *chosen;
+  }
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, a.math));
   if (Status st = transpose_weights(h, s, w, c.weights.floats(), true); !st.ok()) return st;
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int count = 0;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.d, d.w.d, d.conv.d, d.y.d,
-                                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf));
-  Result<cudnnConvolutionFwdAlgoPerf_t> algo = pick(perf, count, policy, d.conv.d, s, "forward");
-  if (!algo.ok()) return algo.error();
-  size_t ws_bytes = 0;
-  DTRAIN_CUDA_RETURN_IF_ERROR(
-      cudnnGetConvolutionForwardWorkspaceSize(h, d.x.d, d.w.d, d.conv.d, d.y.d, algo->algo, &ws_bytes));
-  Result<CachedBuffer> ws = scratch(dev, ws_bytes);
+  Result<CachedBuffer> ws = scratch(dev, a.ws_bytes);
   if (!ws.ok()) return ws.error();
   const float one = 1.0f, zero = 0.0f;
   DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionForward(h, &one, d.x.d, p.explicit_pad ? c.padded.floats() : x, d.w.d,
-                                                      c.weights.floats(), d.conv.d, algo->algo, ws->get(), ws_bytes,
-                                                      &zero, d.y.d, y));
+                                                      c.weights.floats(), d.conv.d,
+                                                      static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws->get(),
+                                                      a.ws_bytes, &zero, d.y.d, y));
   if (bias != nullptr) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnAddTensor(h, &one, d.bias.d, bias, &one, d.y.d, y));
   if (s.relu) return relu_forward(y, y, s.n * s.oh * s.ow * s.oc, dev.compute.get());
   return {};
@@ -352,24 +394,32 @@ Status conv2d_backward_data(GpuDevice& dev, const kernels::Conv2dShape& s, const
   ConvCall c;
   if (Status st = prepare_conv(dev, s, policy, nullptr, c); !st.ok()) return st;
   const cudnnHandle_t h = c.h;
-  const ConvPadPlan& p = c.p;
-  const ConvDescs& d = c.d;
+  const ConvPadPlan& p = c.plan->p;
+  const ConvDescs& d = c.plan->d;
+  ConvAlgo& a = c.plan->bwd_data;
+  if (!a.chosen) {
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, math(policy.mode)));
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int count = 0;
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        h, d.w.d, d.y.d, d.conv.d, d.x.d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
+    Result<ConvAlgo> chosen = pick(perf, count, policy, s, "backward-data");
+    if (!chosen.ok()) return chosen.error();
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, chosen->math));
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        h, d.w.d, d.y.d, d.conv.d, d.x.d, static_cast<cudnnConvolutionBwdDataAlgo_t>(chosen->algo),
+        &chosen->ws_bytes));
+    a = *chosen;
+  }
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, a.math));
   if (Status st = transpose_weights(h, s, w, c.weights.floats(), true); !st.ok()) return st;
-  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  int count = 0;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-      h, d.w.d, d.y.d, d.conv.d, d.x.d, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf));
-  Result<cudnnConvolutionBwdDataAlgoPerf_t> algo = pick(perf, count, policy, d.conv.d, s, "backward-data");
-  if (!algo.ok()) return algo.error();
-  size_t ws_bytes = 0;
-  DTRAIN_CUDA_RETURN_IF_ERROR(
-      cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.d, d.y.d, d.conv.d, d.x.d, algo->algo, &ws_bytes));
-  Result<CachedBuffer> ws = scratch(dev, ws_bytes);
+  Result<CachedBuffer> ws = scratch(dev, a.ws_bytes);
   if (!ws.ok()) return ws.error();
   const float one = 1.0f, zero = 0.0f;
   float* out = p.explicit_pad ? c.padded.floats() : dx;
   DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardData(h, &one, d.w.d, c.weights.floats(), d.y.d, dy, d.conv.d,
-                                                           algo->algo, ws->get(), ws_bytes, &zero, d.x.d, out));
+                                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                                           ws->get(), a.ws_bytes, &zero, d.x.d, out));
   if (p.explicit_pad) return pad_copy(dev, s, p, c.padded.floats(), dx, false);
   return {};
 }
@@ -379,23 +429,32 @@ Status conv2d_backward_weights(GpuDevice& dev, const kernels::Conv2dShape& s, co
   ConvCall c;
   if (Status st = prepare_conv(dev, s, policy, x, c); !st.ok()) return st;
   const cudnnHandle_t h = c.h;
-  const ConvPadPlan& p = c.p;
-  const ConvDescs& d = c.d;
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  int count = 0;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      h, d.x.d, d.y.d, d.conv.d, d.w.d, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
-  Result<cudnnConvolutionBwdFilterAlgoPerf_t> algo = pick(perf, count, policy, d.conv.d, s, "backward-filter");
-  if (!algo.ok()) return algo.error();
-  size_t ws_bytes = 0;
-  DTRAIN_CUDA_RETURN_IF_ERROR(
-      cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x.d, d.y.d, d.conv.d, d.w.d, algo->algo, &ws_bytes));
-  Result<CachedBuffer> ws = scratch(dev, ws_bytes);
+  const ConvPadPlan& p = c.plan->p;
+  const ConvDescs& d = c.plan->d;
+  ConvAlgo& a = c.plan->bwd_filter;
+  if (!a.chosen) {
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, math(policy.mode)));
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    int count = 0;
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        h, d.x.d, d.y.d, d.conv.d, d.w.d, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, perf));
+    Result<ConvAlgo> chosen = pick(perf, count, policy, s, "backward-filter");
+    if (!chosen.ok()) return chosen.error();
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, chosen->math));
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, d.x.d, d.y.d, d.conv.d, d.w.d, static_cast<cudnnConvolutionBwdFilterAlgo_t>(chosen->algo),
+        &chosen->ws_bytes));
+    a = *chosen;
+  }
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.d, a.math));
+  Result<CachedBuffer> ws = scratch(dev, a.ws_bytes);
   if (!ws.ok()) return ws.error();
   const float one = 1.0f, zero = 0.0f;
   DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardFilter(h, &one, d.x.d, p.explicit_pad ? c.padded.floats() : x,
-                                                             d.y.d, dy, d.conv.d, algo->algo, ws->get(), ws_bytes,
-                                                             &zero, d.w.d, c.weights.floats()));
+                                                             d.y.d, dy, d.conv.d,
+                                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                                             ws->get(), a.ws_bytes, &zero, d.w.d,
+                                                             c.weights.floats()));
   if (Status st = transpose_weights(h, s, c.weights.floats(), dw, false); !st.ok()) return st;
   if (db != nullptr) DTRAIN_CUDA_RETURN_IF_ERROR(cudnnConvolutionBackwardBias(h, &one, d.y.d, dy, &zero, d.bias.d, db));
   return {};

@@ -2,7 +2,10 @@
 // counterparts of engine/kernels/conv.hpp, pool.hpp and the softmax of the
 // losses (softmax_rows.hpp), with the same shapes, NHWC activations and HWIO
 // weights, and the same explicit (possibly asymmetric, TensorFlow SAME)
-// padding. One cuDNN handle per GPU, bound to its compute stream; every call
+// padding. One cuDNN handle per GPU, bound to its compute stream, and one
+// plan per distinct convolution and policy (its descriptors and, per
+// direction, the algorithm chosen on first use), kept, so a warm call only
+// runs kernels. Every call
 // queues its work there without waiting for it and takes workspace and
 // scratch (reordered weights, padded inputs) from the GPU's caching
 // allocator. Calls for one GPU are thread-safe (serialised on its lock).

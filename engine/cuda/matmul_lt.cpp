@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,14 +21,50 @@ namespace {
 // cuBLASLt's workspace per GPU: 32 MiB, NVIDIA's recommendation for Hopper.
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
+// Owning wrappers of the cuBLASLt descriptors.
+struct OpDesc {
+  cublasLtMatmulDesc_t d = nullptr;
+  OpDesc() = default;
+  OpDesc(const OpDesc&) = delete;
+  OpDesc& operator=(const OpDesc&) = delete;
+  ~OpDesc() { if (d) cublasLtMatmulDescDestroy(d); }
+};
+struct LayoutDesc {
+  cublasLtMatrixLayout_t d = nullptr;
+  LayoutDesc() = default;
+  LayoutDesc(const LayoutDesc&) = delete;
+  LayoutDesc& operator=(const LayoutDesc&) = delete;
+  ~LayoutDesc() { if (d) cublasLtMatrixLayoutDestroy(d); }
+};
+struct PrefDesc {
+  cublasLtMatmulPreference_t d = nullptr;
+  ~PrefDesc() { if (d) cublasLtMatmulPreferenceDestroy(d); }
+};
+
+// One prepared problem: its descriptors and the algorithm cuBLASLt's
+// heuristic chose, made on first use and kept, so that a warm call sets the
+// bias pointer and runs (no descriptor or heuristic work per step).
+struct LtPlan {
+  OpDesc op;
+  LayoutDesc la, lb, lc;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+// What tells two plans apart: the column-major problem, the epilogue, the
+// compute type, whether a bias is given, and the operands' alignments (the
+// heuristic is told them).
+using LtPlanKey = std::vector<int64_t>;
+
 // One GPU's cuBLASLt state. The handle and workspace serve every call on that
-// GPU's compute stream; mu_ serialises calls (the workspace is shared).
+// GPU's compute stream; mu serialises calls (the workspace and plans are shared).
 struct LtContext {
   std::mutex mu;
   cublasLtHandle_t handle = nullptr;
   CachedBuffer workspace;  // kWorkspaceBytes, on dev.compute
   CachedBuffer ones;       // ones_n floats of 1.0, for column sums
   int64_t ones_n = 0;
+  std::map<LtPlanKey, std::unique_ptr<LtPlan>> plans;
+  std::set<LtPlanKey> no_bgrada;  // dense backward problems whose BGRADA attempt failed
 };
 
 Result<LtContext*> lt_context(GpuDevice& dev) {
@@ -47,20 +84,6 @@ Result<LtContext*> lt_context(GpuDevice& dev) {
   contexts->emplace(dev.index, std::move(ctx));
   return raw;
 }
-
-// Owning wrappers of the cuBLASLt descriptors of one call.
-struct OpDesc {
-  cublasLtMatmulDesc_t d = nullptr;
-  ~OpDesc() { if (d) cublasLtMatmulDescDestroy(d); }
-};
-struct LayoutDesc {
-  cublasLtMatrixLayout_t d = nullptr;
-  ~LayoutDesc() { if (d) cublasLtMatrixLayoutDestroy(d); }
-};
-struct PrefDesc {
-  cublasLtMatmulPreference_t d = nullptr;
-  ~PrefDesc() { if (d) cublasLtMatmulPreferenceDestroy(d); }
-};
 
 // The largest power of two (at most 256) dividing the address.
 uint32_t alignment(const void* p) {
@@ -86,38 +109,41 @@ Status set_batch(cublasLtMatrixLayout_t layout, int64_t batch, int64_t stride) {
   return {};
 }
 
-// Runs the column-major problem `p` with a' = our B, b' = our A. With
-// `unsupported` non-null, a missing algorithm is reported through *unsupported
-// (the caller falls back) instead of as an error.
-// REQUIRES: ctx.mu held.
-Status lt_matmul(GpuDevice& dev, LtContext& ctx, const LtGemmPlan& p, const float* a_prime, const float* b_prime,
-                 float* c, cublasLtEpilogue_t epilogue, const float* bias, MathMode mode, bool* unsupported) {
+LtPlanKey plan_key(const LtGemmPlan& p, cublasLtEpilogue_t epilogue, bool bias, MathMode mode, const void* a_prime,
+                   const void* b_prime, const void* c) {
+  return {p.m,        p.n,        p.k,         p.trans_a,          p.trans_b,          p.a_rows,
+          p.a_cols,   p.lda,      p.b_rows,    p.b_cols,           p.ldb,              p.c_rows,
+          p.c_cols,   p.ldc,      p.batch,     p.stride_a,         p.stride_b,         p.stride_c,
+          epilogue,   bias,       int64_t(mode), alignment(a_prime), alignment(b_prime), alignment(c)};
+}
+
+// The descriptors of `p` and the heuristic's algorithm for them. Errors when
+// cuBLASLt has none. REQUIRES: ctx.mu held.
+Result<std::unique_ptr<LtPlan>> make_plan(GpuDevice& dev, LtContext& ctx, const LtGemmPlan& p,
+                                          cublasLtEpilogue_t epilogue, MathMode mode, const void* a_prime,
+                                          const void* b_prime, const void* c) {
   const cublasComputeType_t compute =
       mode == MathMode::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  OpDesc op;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&op.d, compute, CUDA_R_32F));
+  auto plan = std::make_unique<LtPlan>();
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&plan->op.d, compute, CUDA_R_32F));
+  const cublasLtMatmulDesc_t op = plan->op.d;
   const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   DTRAIN_CUDA_RETURN_IF_ERROR(
-      cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  if (bias != nullptr) {
-    DTRAIN_CUDA_RETURN_IF_ERROR(
-        cublasLtMatmulDescSetAttribute(op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  }
-  LayoutDesc la, lb, lc;
-  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&la.d, CUDA_R_32F, static_cast<uint64_t>(p.a_rows),
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->la.d, CUDA_R_32F, static_cast<uint64_t>(p.a_rows),
                                                          static_cast<uint64_t>(p.a_cols), p.lda));
-  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&lb.d, CUDA_R_32F, static_cast<uint64_t>(p.b_rows),
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->lb.d, CUDA_R_32F, static_cast<uint64_t>(p.b_rows),
                                                          static_cast<uint64_t>(p.b_cols), p.ldb));
-  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&lc.d, CUDA_R_32F, static_cast<uint64_t>(p.c_rows),
+  DTRAIN_CUDA_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&plan->lc.d, CUDA_R_32F, static_cast<uint64_t>(p.c_rows),
                                                          static_cast<uint64_t>(p.c_cols), p.ldc));
   if (p.batch != 1) {
     const std::pair<cublasLtMatrixLayout_t, int64_t> layouts[] = {
-        {la.d, p.stride_a}, {lb.d, p.stride_b}, {lc.d, p.stride_c}};
+        {plan->la.d, p.stride_a}, {plan->lb.d, p.stride_b}, {plan->lc.d, p.stride_c}};
     for (const auto& [layout, stride] : layouts) {
-      if (Status st = set_batch(layout, p.batch, stride); !st.ok()) return st;
+      if (Status st = set_batch(layout, p.batch, stride); !st.ok()) return st.error();
     }
   }
   PrefDesc pref;
@@ -138,26 +164,37 @@ Status lt_matmul(GpuDevice& dev, LtContext& ctx, const LtGemmPlan& p, const floa
   }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  const cublasStatus_t hs =
-      cublasLtMatmulAlgoGetHeuristic(ctx.handle, op.d, la.d, lb.d, lc.d, lc.d, pref.d, 1, &heuristic, &found);
+  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx.handle, op, plan->la.d, plan->lb.d, plan->lc.d,
+                                                           plan->lc.d, pref.d, 1, &heuristic, &found);
   if (hs == CUBLAS_STATUS_NOT_SUPPORTED || (hs == CUBLAS_STATUS_SUCCESS && found == 0)) {
-    if (unsupported != nullptr) {
-      *unsupported = true;
-      return {};
-    }
     return runtime_error("cuBLASLt has no algorithm for the matmul " + shape_text(p) + " on gpu:" +
                          std::to_string(dev.index));
   }
   DTRAIN_CUDA_RETURN_IF_ERROR(hs);
-  const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t ms = cublasLtMatmul(ctx.handle, op.d, &alpha, a_prime, la.d, b_prime, lb.d, &beta, c, lc.d, c,
-                                           lc.d, &heuristic.algo, ctx.workspace.get(), kWorkspaceBytes,
-                                           dev.compute.get());
-  if (ms == CUBLAS_STATUS_NOT_SUPPORTED && unsupported != nullptr) {
-    *unsupported = true;
-    return {};
+  plan->algo = heuristic.algo;
+  return plan;
+}
+
+// Runs the column-major problem `p` with a' = our B, b' = our A, through the
+// context's plan for it (made on first use). REQUIRES: ctx.mu held.
+Status lt_matmul(GpuDevice& dev, LtContext& ctx, const LtGemmPlan& p, const float* a_prime, const float* b_prime,
+                 float* c, cublasLtEpilogue_t epilogue, const float* bias, MathMode mode) {
+  const LtPlanKey key = plan_key(p, epilogue, bias != nullptr, mode, a_prime, b_prime, c);
+  auto it = ctx.plans.find(key);
+  if (it == ctx.plans.end()) {
+    Result<std::unique_ptr<LtPlan>> made = make_plan(dev, ctx, p, epilogue, mode, a_prime, b_prime, c);
+    if (!made.ok()) return made.error();
+    it = ctx.plans.emplace(key, std::move(*made)).first;
   }
-  return DTRAIN_CUDA_STATUS(ms);
+  LtPlan& plan = *it->second;
+  if (bias != nullptr) {
+    DTRAIN_CUDA_RETURN_IF_ERROR(
+        cublasLtMatmulDescSetAttribute(plan.op.d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  return DTRAIN_CUDA_STATUS(cublasLtMatmul(ctx.handle, plan.op.d, &alpha, a_prime, plan.la.d, b_prime, plan.lb.d,
+                                           &beta, c, plan.lc.d, c, plan.lc.d, &plan.algo, ctx.workspace.get(),
+                                           kWorkspaceBytes, dev.compute.get()));
 }
 
 cublasLtEpilogue_t lt_epilogue(Epilogue e) {
@@ -230,7 +267,7 @@ Status matmul(GpuDevice& dev, const kernels::MatmulShape& s, const float* a, con
   Result<LtContext*> ctx = lt_context(dev);
   if (!ctx.ok()) return ctx.error();
   std::lock_guard<std::mutex> lock((*ctx)->mu);
-  return lt_matmul(dev, **ctx, plan_row_major(s), b, a, c, lt_epilogue(epilogue), bias, mode, nullptr);
+  return lt_matmul(dev, **ctx, plan_row_major(s), b, a, c, lt_epilogue(epilogue), bias, mode);
 }
 
 Status dense_forward(GpuDevice& dev, const DenseShape& s, const float* x, const float* w, const float* b, bool relu,
@@ -256,18 +293,23 @@ Status dense_backward_weights(GpuDevice& dev, const DenseShape& s, const float* 
   Result<LtContext*> ctx = lt_context(dev);
   if (!ctx.ok()) return ctx.error();
   std::lock_guard<std::mutex> lock((*ctx)->mu);
-  if (db == nullptr) return lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode, nullptr);
-  bool unsupported = false;
-  if (Status st = lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_BGRADA, db, mode, &unsupported); !st.ok())
-    return st;
-  if (!unsupported) return {};
-  if (Status st = lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode, nullptr); !st.ok())
-    return st;
+  if (db == nullptr) return lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode);
+  // BGRADA is an optimisation: any failure of it (no algorithm, an
+  // unsupported shape or alignment, a failed call) falls back to a plain
+  // matmul and a column sum, and the problem is remembered so that later
+  // steps go straight to the fallback.
+  const LtPlanKey key = plan_key(p, CUBLASLT_EPILOGUE_BGRADA, true, mode, dy, x, dw);
+  if ((*ctx)->no_bgrada.count(key) == 0) {
+    if (lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_BGRADA, db, mode).ok()) return {};
+    (*ctx)->no_bgrada.insert(key);
+    (*ctx)->plans.erase(key);
+  }
+  if (Status st = lt_matmul(dev, **ctx, p, dy, x, dw, CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode); !st.ok()) return st;
   // db (1, units) = ones (1, batch) x dy (batch, units).
   Result<const float*> one = ones(dev, **ctx, s.batch);
   if (!one.ok()) return one.error();
   return lt_matmul(dev, **ctx, plan_row_major(kernels::MatmulShape{1, s.units, s.batch, false, false}), dy, *one, db,
-                   CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode, nullptr);
+                   CUBLASLT_EPILOGUE_DEFAULT, nullptr, mode);
 }
 
 }  // namespace dtrain::cuda

@@ -2,7 +2,9 @@
 // counterpart of engine/kernels/matmul.hpp (same MatmulShape, same layouts),
 // with bias and ReLU fused in the epilogue, and the dense layer's forward and
 // backward built on it. One cuBLASLt handle and one 32 MiB workspace per GPU
-// (from its caching allocator), created on first use and kept. Every call
+// (from its caching allocator), created on first use and kept, and one plan
+// (descriptors and the heuristic's algorithm) per distinct problem, made on
+// its first call and reused, so a warm call only runs the kernel. Every call
 // queues its work on dev.compute without waiting for it; calls for one GPU
 // are thread-safe (serialised on that GPU's lock).
 #pragma once
@@ -61,8 +63,9 @@ Status dense_forward(GpuDevice& dev, const DenseShape& s, const float* x, const 
 Status dense_backward_data(GpuDevice& dev, const DenseShape& s, const float* dy, const float* w, float* dx,
                            MathMode mode);
 // dw (in, units) = x^T dy; db (units) = column sums of dy when db is not
-// null (the BGRADA epilogue of the same matmul where cuBLASLt offers it,
-// else a product with a ones vector). Both are overwritten.
+// null (the BGRADA epilogue of the same matmul where it works; after any
+// failure of that attempt, for this problem from then on, a plain matmul and
+// a product with a ones vector). Both are overwritten.
 Status dense_backward_weights(GpuDevice& dev, const DenseShape& s, const float* x, const float* dy, float* dw,
                               float* db, MathMode mode);
 

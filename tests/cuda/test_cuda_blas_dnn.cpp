@@ -290,6 +290,42 @@ TEST_CASE("cuda blas: dense forward (bias + relu epilogue) and backward equal th
   check_close(from_gpu(ddw2, {s.in, s.units}), dw_want, kMatmulRtol, "dense dw without db");
 }
 
+// db one float past a 256-byte boundary (4-byte aligned only), x and dy
+// likewise: whether or not cuBLASLt's BGRADA epilogue takes such operands,
+// dw and db equal the CPU's, on the first call and on warm calls (the plan,
+// or the remembered fallback, reused), bit for bit between warm calls.
+TEST_CASE("cuda blas: dense backward weights with misaligned operands equals the CPU, first call and warm") {
+  DTRAIN_SKIP_WITHOUT_GPU();
+  GpuDevice& dev = gputest::gpu0();
+  const DenseShape s{48, 30, 21};
+  const Tensor x = random_tensor({s.batch, s.in}, 61), dy = random_tensor({s.batch, s.units}, 62);
+  std::vector<float> x_off(1, 0.0f), dy_off(1, 0.0f);
+  x_off.insert(x_off.end(), x.data(), x.data() + x.numel());
+  dy_off.insert(dy_off.end(), dy.data(), dy.data() + dy.numel());
+  DeviceArray gx(x_off), gdy(dy_off);
+  Tensor dw_want({s.in, s.units}), db_want({s.units});
+  kernels::matmul({s.in, s.units, s.batch, true, false}, x.data(), dy.data(), nullptr, dw_want.data());
+  for (int64_t j = 0; j < s.units; ++j) {
+    double acc = 0.0;
+    for (int64_t r = 0; r < s.batch; ++r) acc += dy[r * s.units + j];
+    db_want[j] = static_cast<float>(acc);
+  }
+  std::vector<std::vector<float>> dws, dbs;
+  for (int call = 0; call < 3; ++call) {
+    CAPTURE(call);
+    DeviceArray gdw(s.in * s.units + 1), gdb(s.units + 1);
+    require_ok(dense_backward_weights(dev, s, gx.data() + 1, gdy.data() + 1, gdw.data() + 1, gdb.data() + 1,
+                                      MathMode::kFloat32));
+    const std::vector<float> dw_all = gdw.download(), db_all = gdb.download();
+    dws.emplace_back(dw_all.begin() + 1, dw_all.end());
+    dbs.emplace_back(db_all.begin() + 1, db_all.end());
+    check_close(Tensor::from({s.in, s.units}, dws.back()), dw_want, kMatmulRtol, "misaligned dense dw");
+    check_close(Tensor::from({s.units}, dbs.back()), db_want, kMatmulRtol, "misaligned dense db");
+  }
+  CHECK(gputest::same_bits(dws[1], dws[2]));
+  CHECK(gputest::same_bits(dbs[1], dbs[2]));
+}
+
 TEST_CASE("cuda blas: TF32 matmul stays within TF32 rounding of the CPU") {
   DTRAIN_SKIP_WITHOUT_GPU();
   const kernels::MatmulShape s{128, 96, 256, false, false};
