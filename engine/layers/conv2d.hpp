@@ -30,7 +30,12 @@ class Conv2D : public Layer {
   explicit Conv2D(Conv2dOptions o) : o_(std::move(o)) {}
 
   std::string type() const override { return "conv2d"; }
-  std::vector<std::string_view> ops() const override { return {"conv2d", "activation"}; }
+  // "conv2d", or "conv2d_dilated" when a dilation is above 1 (the support
+  // table keeps those off GPUs).
+  std::vector<std::string_view> ops() const override {
+    const bool dilated = o_.dilation[0] > 1 || o_.dilation[1] > 1;
+    return {dilated ? "conv2d_dilated" : "conv2d", "activation"};
+  }
   // REQUIRES: input (H, W, C); errors on other ranks and on an empty output.
   Result<Shape> build(const Shape& input) override;
   // kernel (kh, kw, C_in, filters); bias (filters) when use_bias. Both trainable.

@@ -25,6 +25,8 @@ struct Row {
 const Row kTable[] = {
     {"matmul", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 matmul on the CPU"},
     {"conv2d", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 convolution on the CPU"},
+    // A convolution with a dilation above 1 (Conv2D::ops).
+    {"conv2d_dilated", DeviceKind::cpu, {DType::f32, DType::bf16}, "oneDNN has no float16 convolution on the CPU"},
     {"pool2d", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
     // SAME pooling with more padding after the input than before (Pool2D::ops).
     {"pool2d_pad_after", DeviceKind::cpu, {DType::f32, DType::bf16}, ""},
@@ -57,6 +59,9 @@ const Row kTable[] = {
     {"matmul", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"conv2d", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
     {"pool2d", DeviceKind::cuda, {DType::f32}, "the GPU backend runs float32 only so far"},
+    {"conv2d_dilated", DeviceKind::cuda, {},
+     "cuDNN may offer no NHWC float32 backward algorithm without TF32 tensor cores for a dilated convolution, and "
+     "none has been seen to run on a GPU yet; use dilation 1 or a cpu:N device"},
     {"pool2d_pad_after", DeviceKind::cuda, {},
      "cuDNN pools with one pad per dimension, so padding: same with more padding after the input than before, "
      "as a 7x7 input pooled 2x2 with stride 2 needs, has no GPU kernel yet; use padding: valid "

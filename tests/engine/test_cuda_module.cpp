@@ -74,7 +74,7 @@ TEST_CASE("cuda module: loads from the build tree in a CUDA build, else says not
   CHECK((r.gpu_count > 0) == (std::string(r.status) == "ok"));
   // The backend has a GPU kernel for exactly the ops the support table runs on cuda.
   const ops::Context gpu0{Device{DeviceKind::cuda, 0}, DType::f32};
-  for (const char* op : {"matmul", "conv2d", "pool2d", "pool2d_pad_after", "activation", "gelu", "batch_norm",
+  for (const char* op : {"matmul", "conv2d", "conv2d_dilated", "pool2d", "pool2d_pad_after", "activation", "gelu", "batch_norm",
                          "layer_norm", "global_pool", "embedding", "position_embedding", "dropout", "merge", "pad",
                          "attention", "sum_rows", "mul", "reduce", "sparse_softmax_cross_entropy",
                          "softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error", "sgd", "adam",

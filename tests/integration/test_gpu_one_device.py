@@ -31,6 +31,26 @@ def test_the_sample_validates_for_gpu0(sample):
     assert out.stderr == ""
 
 
+def test_a_dilated_conv_on_gpu0_is_refused_when_the_job_loads(tmp_path):
+    """cuDNN may offer no float32 FMA-math backward algorithm for a dilated
+    convolution: the support table refuses it for GPUs, on any machine, naming
+    the layer's line and what to do; the same job validates on the CPU."""
+    text = (SOURCE_ROOT / "sample_configs/mnist_cnn.yaml").read_text()
+    first = "    - {type: conv2d, filters: 32, kernel: 3, padding: same, activation: relu}\n"
+    assert first in text
+    job = tmp_path / "dilated.yaml"
+    data = f"{SOURCE_ROOT / 'sample_configs/data'}/"
+    job.write_text(text.replace(first, first.replace("kernel: 3,", "kernel: 3, dilation: 2,"))
+                   .replace("images: data/", f"images: {data}").replace("labels: data/", f"labels: {data}"))
+    line = text[:text.index(first)].count("\n") + 1
+    assert run_dtrain("validate", job).returncode == 0
+    out = run_dtrain("validate", job, "--set", GPU)
+    assert out.returncode == 2, out.stderr
+    assert re.fullmatch(rf"dtrain: {re.escape(str(job))}:{line}:7: model\.layers\[0\] \(conv2d\): conv2d cannot "
+                        r"run on gpu:0 in float32: the cuda backend has no float32 conv2d_dilated \(cuDNN may offer no "
+                        r"NHWC float32 backward algorithm .*; use dilation 1 or a cpu:N device\)\n", out.stderr), out.stderr
+
+
 def test_without_a_gpu_training_on_gpu0_says_why(mlp_job):
     if not gpu_absent_reason():
         pytest.skip("this machine has a GPU")

@@ -371,7 +371,7 @@ TEST_CASE("ops support: an MLP and a CNN run on gpu:0 in float32, not in bfloat1
     CHECK_MESSAGE(ops::supports(op, ops::Context{gpu0, DType::f32}), op);
   }
   for (const char* op : {"softmax_cross_entropy", "sigmoid_cross_entropy", "mean_squared_error", "rmsprop", "adagrad",
-                         "gelu", "batch_norm", "layer_norm", "embedding", "pool2d_pad_after"}) {
+                         "gelu", "batch_norm", "layer_norm", "embedding", "pool2d_pad_after", "conv2d_dilated"}) {
     CHECK_MESSAGE(!ops::supports(op, ops::Context{gpu0, DType::f32}), op);
     CHECK_MESSAGE(ops::supports(op, ops::Context{kHost, DType::f32}), op);
   }

@@ -41,6 +41,14 @@ TEST_CASE("conv2d: build rejects an empty output") {
   CHECK(*same.build({4, 4, 1}) == Shape{4, 4, 4});
 }
 
+TEST_CASE("conv2d: a dilated convolution is its own op for the support table") {
+  using Ops = std::vector<std::string_view>;
+  CHECK(make_conv(4, {3, 3}).ops() == Ops{"conv2d", "activation"});
+  CHECK(make_conv(4, {3, 3}, {2, 2}).ops() == Ops{"conv2d", "activation"});
+  CHECK(make_conv(4, {3, 3}, {1, 1}, {2, 2}).ops() == Ops{"conv2d_dilated", "activation"});
+  CHECK(make_conv(4, {3, 3}, {1, 1}, {1, 3}).ops() == Ops{"conv2d_dilated", "activation"});
+}
+
 TEST_CASE("conv2d: output shapes follow TensorFlow") {
   CHECK(*make_conv(8, {3, 3}).build({28, 28, 1}) == Shape{26, 26, 8});
   CHECK(*make_conv(8, {3, 3}, {1, 1}, {1, 1}, true).build({28, 28, 1}) == Shape{28, 28, 8});
