@@ -66,9 +66,12 @@ def test_layout_and_size(bundle):
     bundled = sorted(p.name for p in (bundle / "lib").iterdir())
     assert "libyaml-cpp.so.0.7" in bundled and any(n.startswith("libgrpc++.so") for n in bundled), bundled
     assert not [n for n in bundled if RUNTIME.match(n) or CUDA.match(n)], bundled
-    # The CUDA libraries the module links, libcudart first (cuda-env.sh checks for them).
+    # The CUDA libraries the module links, libcudart first, and the parts
+    # libcudnn loads itself (cuda-env.sh checks for them all).
     assert (bundle / "share/cuda-libraries.txt").read_text().split() == [
-        "libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9", "libnccl.so.2"]
+        "libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9", "libcudnn_cnn.so.9",
+        "libcudnn_engines_precompiled.so.9", "libcudnn_engines_runtime_compiled.so.9", "libcudnn_graph.so.9",
+        "libcudnn_heuristic.so.9", "libcudnn_ops.so.9", "libnccl.so.2"]
     assert (build / "dtrain-bundle.tar.xz").stat().st_size < MAX_TARBALL
     # The folder beside the tarball holds the same files.
     in_folder = sorted(str(p.relative_to(build / "dtrain-bundle")) for p in (build / "dtrain-bundle").rglob("*"))
@@ -176,8 +179,42 @@ def test_cuda_folders_without_a_library_say_which(bundle, tmp_path):
                           "bash", "-c", '. "$1/cuda-env.sh" && dtrain_cuda_env && '
                           'printf "%s\\n%s" "$DTRAIN_CUDA_LIBS_FROM" "$LD_LIBRARY_PATH"', "-", bundle],
                          capture_output=True, text=True, check=True)
-    assert out.stdout.splitlines() == ["DTRAIN_CUDA_LIBS (without libcudnn.so.9 libnccl.so.2)",
+    listed = (bundle / "share/cuda-libraries.txt").read_text().split()
+    # libcudnn's parts, which it loads itself, are looked for too.
+    assert {"libcudnn.so.9", "libcudnn_cnn.so.9", "libcudnn_ops.so.9", "libcudnn_graph.so.9",
+            "libcudnn_heuristic.so.9", "libnccl.so.2"} <= set(listed), listed
+    missing = [n for n in listed if n.startswith(("libcudnn", "libnccl"))]
+    assert out.stdout.splitlines() == [f"DTRAIN_CUDA_LIBS (without {' '.join(missing)})",
                                        str(tmp_path / "site/nvidia/cu13/lib")]
+
+
+def fake_ldconfig(folder, sonames):
+    """An ldconfig whose -p lists `sonames` (as the real one prints them)."""
+    folder.mkdir()
+    lines = "".join(f"\\t{n} (libc6,x86-64) => /opt/cuda/lib/{n}\\n" for n in sonames)
+    (folder / "ldconfig").write_text(f"#!/bin/sh\nprintf '{len(sonames)} libs found in cache\\n{lines}'\n")
+    (folder / "ldconfig").chmod(0o755)
+
+
+@pytest.mark.parametrize("known", ["all", "only libcudart", "all but one cuDNN part", "none"])
+def test_the_system_loader_counts_only_when_it_knows_every_cuda_library(bundle, tmp_path, known):
+    listed = (bundle / "share/cuda-libraries.txt").read_text().split()
+    assert listed[0] == "libcudart.so.13", listed
+    given = {"all": listed, "only libcudart": listed[:1], "none": [],
+             "all but one cuDNN part": [n for n in listed if n != "libcudnn_cnn.so.9"]}[known]
+    fake_ldconfig(tmp_path / "bin", given)
+    out = subprocess.run(["env", "-i", f"PATH={tmp_path / 'bin'}:/usr/bin:/bin", "DTRAIN_PYTHON=/bin/false", "bash",
+                          "-c", '. "$1/cuda-env.sh" && dtrain_cuda_env && printf %s "$DTRAIN_CUDA_LIBS_FROM"', "-",
+                          bundle], capture_output=True, text=True, check=True)
+    lacking = " ".join(n for n in listed if n not in given)
+    assert out.stdout == {
+        "all": "the system's libraries (ldconfig)",
+        "only libcudart": f"none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels; ldconfig knows libcudart.so.13 "
+                          f"but not {lacking})",
+        "all but one cuDNN part": "none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels; ldconfig knows "
+                                  "libcudart.so.13 but not libcudnn_cnn.so.9)",
+        "none": "none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels, no libcudart.so.13 known to ldconfig)",
+    }[known]
 
 
 def test_run_gpu_checks_without_a_gpu_says_what_it_skipped(bundle, tmp_path):
@@ -199,5 +236,39 @@ def test_run_gpu_checks_without_a_gpu_says_what_it_skipped(bundle, tmp_path):
     assert summary[4] == "  skipped  GPU benchmark          no GPU"
     assert summary[5] == (f"run-gpu-checks: {int(unit[2]) + 1} passed, 0 failed, {int(unit[3]) + 3} skipped; "
                           f"the GPU checks were skipped ({why})")
-    assert len(summary) == 6
+    assert re.fullmatch(r"run-gpu-checks: \d+ s of the 390 s budget", summary[6]), summary[6]
+    assert summary[7] == f"run-gpu-checks: logs in {tmp_path / 'logs'}.tar.gz"
+    assert len(summary) == 8
     assert "MESSAGE: no CUDA device" in (tmp_path / "logs/cuda-unit-tests.log").read_text()
+    assert (tmp_path / "logs/summary.txt").read_text().splitlines() == ["run-gpu-checks summary:", *summary[:6]]
+    with tarfile.open(tmp_path / "logs.tar.gz") as tar:
+        names = set(tar.getnames())
+    assert {"logs/devices.log", "logs/cuda-unit-tests.log", "logs/mnist_cnn-gpu.log", "logs/summary.txt"} <= names, names
+    assert not any(n.startswith("logs/models") for n in names), names
+
+
+def test_run_gpu_checks_reports_a_step_past_its_time_as_timed_out(bundle, tmp_path):
+    """The scripts beside the bundle's own bin/, lib/ and share/, with a unit test
+    binary that hangs and a 4-second budget: the unit tests are cut off and
+    FAILED saying so, the later steps FAILED as not run, and the script ends
+    within the budget (plus timeout's kill grace)."""
+    if re.search(r"^gpu:0 ", run_dtrain("devices").stdout, re.M):
+        pytest.skip("this machine has a GPU: the hanging stand-in would hide its real unit tests")
+    root = tmp_path / "bundle"
+    (root / "tests").mkdir(parents=True)
+    for name in ("run-gpu-checks.sh", "cuda-env.sh"):
+        shutil.copy2(bundle / name, root / name)
+    for name in ("bin", "lib", "share"):
+        (root / name).symlink_to(bundle / name)
+    (root / "tests/dtrain_unit_tests").write_text("#!/bin/sh\nexec sleep 120\n")
+    (root / "tests/dtrain_unit_tests").chmod(0o755)
+    out = subprocess.run(["env", "-i", "DTRAIN_GPU_CHECKS_SECONDS=4", root / "run-gpu-checks.sh", tmp_path / "logs"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    summary = lines[lines.index("run-gpu-checks summary:") + 1:]
+    assert re.fullmatch(r"  FAILED   CUDA unit tests        timed out after [1-4] s and no doctest summary \(see the log\)",
+                        summary[1]), summary
+    for i, name in ((2, "mnist_mlp on gpu:0"), (3, "mnist_cnn on gpu:0")):
+        assert summary[i] == f"  FAILED   {name:<22} not run: the script's 4 s were spent", summary
+    assert re.fullmatch(r"run-gpu-checks: [4-9] s of the 4 s budget", summary[6]), summary

@@ -45,13 +45,29 @@ print(":".join(sorted({os.path.dirname(f) for p in nvidia.__path__ for f in glob
     export LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     return 0
   fi
+  if [ -z "$dtrain_cuda_sonames" ]; then
+    DTRAIN_CUDA_LIBS_FROM="none found (share/cuda-libraries.txt, the list of what to look for, is missing)"
+    return 0
+  fi
+  local first="${dtrain_cuda_sonames%%[[:space:]]*}"
   if command -v ldconfig >/dev/null 2>&1 || [ -x /sbin/ldconfig ]; then
-    local cache; cache="$({ command -v ldconfig >/dev/null 2>&1 && ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null)"
-    if printf '%s\n' "$cache" | grep -qF "${dtrain_cuda_sonames%%[[:space:]]*} "; then
+    # Every library must be known to the loader, libcudnn's parts included:
+    # libcudart alone (a toolkit without cuDNN or NCCL) is not an installation.
+    local names so lacking=""
+    names="$({ command -v ldconfig >/dev/null 2>&1 && ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null |
+             awk 'NF > 1 { print $1 }')"
+    for so in $dtrain_cuda_sonames; do
+      printf '%s\n' "$names" | grep -qxF "$so" || lacking="$lacking $so"
+    done
+    if [ -z "$lacking" ]; then
       DTRAIN_CUDA_LIBS_FROM="the system's libraries (ldconfig)"
       return 0
     fi
+    if printf '%s\n' "$names" | grep -qxF "$first"; then
+      DTRAIN_CUDA_LIBS_FROM="none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels; ldconfig knows $first but not${lacking})"
+      return 0
+    fi
   fi
-  DTRAIN_CUDA_LIBS_FROM="none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels, no ${dtrain_cuda_sonames%%[[:space:]]*} known to ldconfig)"
+  DTRAIN_CUDA_LIBS_FROM="none found (no DTRAIN_CUDA_LIBS, no nvidia-* Python wheels, no $first known to ldconfig)"
   return 0
 }

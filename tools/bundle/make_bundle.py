@@ -25,6 +25,13 @@ CUDA = re.compile(r"^lib(cuda|cudart|cublas|cublasLt|cudnn\w*|nccl|nvrtc\w*|nvJi
                   r"curand|cusparse\w*|cusolver\w*|nvToolsExt)\.so(\.\d+)*$")
 
 
+# What cuDNN 9's libcudnn.so.9 (a shim) dlopens for the legacy convolution,
+# pooling and softmax calls the CUDA module makes: its graph and ops parts, the
+# convolution part, the engines and the heuristics. libcudnn_adv (RNNs,
+# attention) is not used.
+CUDNN_PARTS = ("graph", "ops", "cnn", "engines_precompiled", "engines_runtime_compiled", "heuristic")
+
+
 def fail(message):
     print(f"make_bundle: {message}", file=sys.stderr)
     sys.exit(1)
@@ -105,9 +112,15 @@ def write_the_rest(args, root, placed, cuda_needed):
         shutil.copy2(samples / name, root / "share/sample_configs" / name)
     for f in sorted((samples / "data").glob("mnist-sample-*")):
         shutil.copy2(f, root / "share/sample_configs/data" / f.name)
-    # cuda-env.sh checks the CUDA folders it finds for these (libcudart first).
+    # cuda-env.sh checks the CUDA folders it finds for these (libcudart first),
+    # and for the parts libcudnn loads at run time from its own folder.
+    listed = set(cuda_needed)
+    for soname in cuda_needed:
+        m = re.fullmatch(r"libcudnn\.so\.(\d+)", soname)
+        if m:
+            listed.update(f"libcudnn_{part}.so.{m[1]}" for part in CUDNN_PARTS)
     (root / "share/cuda-libraries.txt").write_text(
-        "".join(f"{n}\n" for n in sorted(cuda_needed, key=lambda n: (not n.startswith("libcudart"), n))))
+        "".join(f"{n}\n" for n in sorted(listed, key=lambda n: (not n.startswith("libcudart"), n))))
     glibc = {}
     for elf in placed:
         for name, v in needed_versions(elf).items():
