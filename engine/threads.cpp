@@ -5,15 +5,18 @@
 #include <fmt/format.h>
 #include <omp.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace dtrain {
 namespace {
@@ -175,7 +178,10 @@ std::string ThreadBudget::describe() const {
     while (cpus.back() == '0' && cpus[cpus.size() - 2] != '.') cpus.pop_back();
     quota_text = "cgroup quota " + cpus;
   }
-  return fmt::format("budget {}: affinity {} of {} CPUs, {}", this->cpus, affinity.size(), machine_cpus, quota_text);
+  std::string text =
+      fmt::format("budget {}: affinity {} of {} CPUs, {}", this->cpus, affinity.size(), machine_cpus, quota_text);
+  if (others_busy) text += fmt::format("; {:.1f} of them busy with other work at start-up", *others_busy);
+  return text;
 }
 
 ThreadBudget make_budget(std::vector<int> affinity, int machine_cpus, std::optional<CpuQuota> quota) {
@@ -278,10 +284,90 @@ std::optional<std::string> omp_num_threads_env() {
   return v == nullptr ? std::nullopt : std::optional<std::string>(v);
 }
 
-AppliedThreads apply_compute_threads(std::optional<int> cli, int64_t job) {
+std::map<int, CpuTicks> parse_proc_stat(std::string_view text) {
+  std::map<int, CpuTicks> cpus;
+  for (std::string_view line : split(text, '\n')) {
+    if (line.size() < 4 || line.substr(0, 3) != "cpu" || line[3] < '0' || line[3] > '9') continue;
+    std::vector<int64_t> fields;
+    bool ok = true;
+    for (std::string_view f : split(trim(line), ' ')) {
+      if (f.empty()) continue;
+      if (fields.empty() && f.substr(0, 3) == "cpu") f.remove_prefix(3);
+      int64_t v = 0;
+      const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+      if (ec != std::errc() || end != f.data() + f.size() || v < 0) {
+        ok = false;
+        break;
+      }
+      fields.push_back(v);
+    }
+    // id, then user nice system idle (iowait irq softirq steal, where the kernel has them).
+    if (!ok || fields.size() < 5) continue;
+    CpuTicks t;
+    for (size_t i = 1; i < fields.size() && i <= 8; ++i) {
+      t.total += fields[i];
+      if (i != 4 && i != 5) t.busy += fields[i];  // idle, iowait
+    }
+    cpus[static_cast<int>(fields[0])] = t;
+  }
+  return cpus;
+}
+
+double others_busy_cpus(const std::map<int, CpuTicks>& before, const std::map<int, CpuTicks>& after,
+                        const std::vector<int>& cpus, double own_cpu_seconds, double wall_seconds) {
+  int64_t busy = 0, total = 0;
+  int counted = 0;
+  for (int c : cpus) {
+    const auto b = before.find(c), a = after.find(c);
+    if (b == before.end() || a == after.end()) continue;
+    busy += std::max<int64_t>(0, a->second.busy - b->second.busy);
+    total += std::max<int64_t>(0, a->second.total - b->second.total);
+    ++counted;
+  }
+  if (total <= 0 || counted == 0) return 0.0;
+  const double all = static_cast<double>(busy) / static_cast<double>(total) * counted;
+  const double own = wall_seconds > 0 ? own_cpu_seconds / wall_seconds : 0.0;
+  return std::max(0.0, all - own);
+}
+
+int threads_beside(int budget, int mask_cpus, double others_busy) {
+  const int taken = static_cast<int>(std::floor(std::max(0.0, others_busy) + 0.25));
+  return std::max(1, std::min(budget, mask_cpus - taken));
+}
+
+namespace {
+double own_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+}  // namespace
+
+std::optional<double> measure_contention(const std::vector<int>& cpus, std::chrono::milliseconds window) {
+  const auto before_text = read_proc_text("/proc/stat");
+  if (!before_text) return std::nullopt;
+  const double own_before = own_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(window);
+  const auto after_text = read_proc_text("/proc/stat");
+  if (!after_text) return std::nullopt;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return others_busy_cpus(parse_proc_stat(*before_text), parse_proc_stat(*after_text), cpus,
+                          own_cpu_seconds() - own_before, wall);
+}
+
+AppliedThreads apply_compute_threads(std::optional<int> cli, int64_t job, bool measure) {
   AppliedThreads a;
   a.budget = detect_thread_budget();
   a.choice = choose_threads(cli, job, omp_num_threads_env(), a.budget.cpus);
+  if (measure && a.choice.source == "budget") {
+    a.budget.others_busy = measure_contention(a.budget.affinity, std::chrono::milliseconds(100));
+    if (a.budget.others_busy) {
+      a.choice.threads =
+          threads_beside(a.budget.cpus, static_cast<int>(a.budget.affinity.size()), *a.budget.others_busy);
+    }
+  }
   set_process_threads(a.choice.threads);
   a.line = describe_threads(a.choice, a.budget);
   return a;

@@ -6,7 +6,9 @@
 // real files of cgroup v1 and v2 layouts.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,7 +59,11 @@ struct ThreadBudget {
   std::vector<int> affinity;  // the CPU ids of the affinity mask, ascending
   int machine_cpus = 0;       // CPUs online
   std::optional<CpuQuota> quota;
-  // "budget 2: affinity 2 of 16 CPUs, cgroup quota 1.5" (or "no cgroup quota").
+  // CPUs of the affinity mask that other work kept busy at start-up
+  // (measure_contention); nullopt when not measured.
+  std::optional<double> others_busy;
+  // "budget 2: affinity 2 of 16 CPUs, cgroup quota 1.5" (or "no cgroup quota"),
+  // then "; 1.0 of them busy with other work at start-up" when measured.
   std::string describe() const;
 };
 
@@ -73,6 +79,33 @@ ThreadBudget detect_thread_budget();
 // processes started afterwards inherit it.
 std::vector<int> thread_affinity();
 bool set_thread_affinity(const std::vector<int>& cpus);
+
+// A CPU's time in /proc/stat's clock ticks: busy is everything but idle and iowait.
+struct CpuTicks {
+  int64_t busy = 0, total = 0;
+};
+// The per-CPU lines of /proc/stat text ("cpuN user nice system idle iowait
+// irq softirq steal ..."), by CPU id; the summary line "cpu" and lines that
+// do not parse are left out.
+std::map<int, CpuTicks> parse_proc_stat(std::string_view text);
+
+// How many of `cpus` other work kept busy between two /proc/stat readings
+// `wall_seconds` apart, during which this process used `own_cpu_seconds` of
+// CPU time: the busy share of their ticks times their count, less this
+// process's share, at least 0. CPUs missing from a reading are left out.
+double others_busy_cpus(const std::map<int, CpuTicks>& before, const std::map<int, CpuTicks>& after,
+                        const std::vector<int>& cpus, double own_cpu_seconds, double wall_seconds);
+
+// The compute threads for a budget of `budget` CPUs on an affinity mask of
+// `mask_cpus` CPUs when other work keeps `others_busy` of those busy: the
+// budget, but no more than the mask's CPUs less one for each CPU the other
+// work takes at least three quarters of (an OpenMP thread that shares a core
+// with a busy process holds up its whole team at every barrier), at least 1.
+int threads_beside(int budget, int mask_cpus, double others_busy);
+
+// others_busy_cpus of `cpus` over `window`, the calling thread sleeping; nullopt
+// when /proc/stat cannot be read.
+std::optional<double> measure_contention(const std::vector<int>& cpus, std::chrono::milliseconds window);
 
 // A compute thread count and where it came from.
 struct ThreadChoice {
@@ -92,13 +125,16 @@ std::optional<std::string> omp_num_threads_env();
 
 // What a process does at start: detects its budget, chooses by
 // choose_threads (with this process's OMP_NUM_THREADS), sets the process's
-// thread count, and returns the choice and its describe_threads line.
+// thread count, and returns the choice and its describe_threads line. When
+// the count is the budget's and `measure` is set, it first measures the
+// contention on the budget's CPUs for 100 ms and takes threads_beside of it
+// (run.deterministic jobs pass false: their count never depends on timing).
 struct AppliedThreads {
   ThreadChoice choice;
   ThreadBudget budget;
   std::string line;
 };
-AppliedThreads apply_compute_threads(std::optional<int> cli, int64_t job);
+AppliedThreads apply_compute_threads(std::optional<int> cli, int64_t job, bool measure = true);
 
 // This process's thread count: what compute uses and what `auto` stages share.
 // Until set_process_threads: the detected budget. Thread-safe.

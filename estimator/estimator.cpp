@@ -139,7 +139,7 @@ Result<std::unique_ptr<Estimator>> Estimator::create(const JobSpec& job, const E
 }
 
 void Estimator::choose_compute_threads() {
-  const AppliedThreads applied = apply_compute_threads(options_.threads, job_.run.threads);
+  const AppliedThreads applied = apply_compute_threads(options_.threads, job_.run.threads, !job_.run.deterministic);
   threads_ = applied.choice;
   // The input pipelines' gathering threads (num_parallel_calls; auto shares the count above).
   std::vector<std::pair<const char*, int>> inputs;

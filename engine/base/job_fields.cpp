@@ -351,7 +351,8 @@ std::span<const Field> run_fields() {
           "threads",
           "Compute threads of each process (OpenMP, oneDNN); num_parallel_calls auto takes the same count, at most 8. "
           "auto means OMP_NUM_THREADS when it is set, else the thread budget: the CPUs of the process's affinity mask, "
-          "capped by its cgroup CPU quota. The command line's --threads wins over this. A run.deterministic resume "
+          "capped by its cgroup CPU quota, less one for each of them that other processes keep busy at start-up "
+          "(measured for 100 ms; not under run.deterministic). The command line's --threads wins over this. A run.deterministic resume "
           "uses the count that wrote the checkpoint.",
           "auto_int")
           .shaped(R"({"oneOf": [{"enum": ["auto"]}, {"type": "integer", "minimum": 1}]})"),

@@ -3,6 +3,11 @@
 // affinity and quota, who chooses the thread count, and launch's division.
 #include <doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -148,6 +153,65 @@ TEST_CASE("threads: the budget is the affinity mask capped by the quota") {
   b = make_budget({}, 3, std::nullopt);  // no mask known: the machine
   CHECK(b.cpus == 3);
   CHECK(b.affinity == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("threads: /proc/stat per-CPU lines, other work's busy CPUs, and the threads beside it") {
+  const std::string text =
+      "cpu  900 10 300 5000 40 0 6 0 0 0\n"
+      "cpu0 400 5 100 2500 20 0 3 0 0 0\n"
+      "cpu1 500 5 200 2500 20 0 3 2 0 0\n"
+      "cpu7 1 2 3 4\n"                        // an old kernel: user nice system idle only
+      "cpu8 1 2 3\n"                          // too short
+      "cpuX 1 2 3 4 5\n"                      // not a CPU id
+      "intr 123 4 5\n"
+      "ctxt 99\n";
+  const std::map<int, CpuTicks> t = parse_proc_stat(text);
+  REQUIRE(t.size() == 3);  // not cpu8, cpuX or the summary line
+  CHECK(t.at(7).busy == 6);
+  CHECK(t.at(7).total == 10);
+  CHECK(t.at(0).busy == 400 + 5 + 100 + 3);
+  CHECK(t.at(0).total == 400 + 5 + 100 + 2500 + 20 + 3);
+  CHECK(t.at(1).busy == 500 + 5 + 200 + 3 + 2);  // steal counts as busy
+  CHECK(t.at(1).total == 500 + 5 + 200 + 2500 + 20 + 3 + 2);
+
+  // 0.5 s on CPUs 0 and 1 (50 ticks each): CPU 0 fully busy, CPU 1 a fifth.
+  const std::map<int, CpuTicks> before{{0, {100, 1000}}, {1, {100, 1000}}};
+  const std::map<int, CpuTicks> after{{0, {150, 1050}}, {1, {110, 1050}}};
+  CHECK(others_busy_cpus(before, after, {0, 1}, 0.0, 0.5) == doctest::Approx(1.2));
+  CHECK(others_busy_cpus(before, after, {0, 1}, 0.25, 0.5) == doctest::Approx(0.7));  // half a CPU was ours
+  CHECK(others_busy_cpus(before, after, {1}, 0.0, 0.5) == doctest::Approx(0.2));
+  CHECK(others_busy_cpus(before, after, {0, 1}, 2.0, 0.5) == 0.0);  // never below 0
+  CHECK(others_busy_cpus(before, after, {5}, 0.0, 0.5) == 0.0);     // a CPU neither reading has
+
+  CHECK(threads_beside(2, 2, 0.0) == 2);
+  CHECK(threads_beside(2, 2, 0.7) == 2);   // less than three quarters of a CPU: kept
+  CHECK(threads_beside(2, 2, 0.75) == 1);
+  CHECK(threads_beside(2, 2, 1.0) == 1);
+  CHECK(threads_beside(2, 2, 2.0) == 1);   // at least 1
+  CHECK(threads_beside(4, 8, 3.0) == 4);   // a 4-CPU quota on 8 CPUs, 3 busy: 5 left, the quota's 4 taken
+  CHECK(threads_beside(4, 8, 5.9) == 2);
+  CHECK(threads_beside(16, 16, 1.2) == 15);
+}
+
+TEST_CASE("threads: a busy process beside this one shows as contention on the CPU it runs on") {
+  const std::vector<int> mine = thread_affinity();
+  REQUIRE_FALSE(mine.empty());
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // a CPU-bound process pinned to the last CPU of the mask, until killed
+    set_thread_affinity({mine.back()});
+    for (volatile uint64_t i = 0;; i = i + 1) {
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the child is running
+  const std::optional<double> busy = measure_contention({mine.back()}, std::chrono::milliseconds(300));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  REQUIRE(busy.has_value());
+  CHECK(*busy >= 0.75);
+  CHECK(*busy <= 1.05);
+  CHECK(threads_beside(static_cast<int>(mine.size()), static_cast<int>(mine.size()), *busy) ==
+        std::max<int>(1, static_cast<int>(mine.size()) - 1));
 }
 
 TEST_CASE("threads: this process's budget follows its affinity mask") {

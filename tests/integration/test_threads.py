@@ -5,6 +5,7 @@ dividing its CPUs between the workers (engine/threads.hpp)."""
 import os
 import re
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -88,6 +89,30 @@ def test_the_budget_is_the_affinity_mask_and_explicit_counts_win(tmp_path):
     # A count above the budget is used and called so.
     out, model_dir = train(tmp_path, "--threads", 2, taskset=str(CPUS[0]), name="over")
     assert threads_line(out.stderr).startswith("threads: 2 compute from --threads (more than the budget 1: ")
+
+
+@pytest.mark.skipif(len(CPUS) < 2, reason="needs at least 2 CPUs in the affinity mask")
+def test_a_busy_process_beside_the_job_takes_its_cpu_from_the_budget(tmp_path):
+    """A CPU-bound process on one of the job's CPUs: measured at start-up, the
+    job computes on one thread fewer (and says why); under run.deterministic the
+    count never depends on timing, so it keeps the budget and measures nothing."""
+    busy = subprocess.Popen(["taskset", "-c", str(CPUS[-1]), "python3", "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # running
+        out, model_dir = train(tmp_path, name="beside")
+        line = threads_line(out.stderr)
+        assert re.fullmatch(rf"threads: {len(CPUS) - 1} compute \(budget {len(CPUS)}: affinity {len(CPUS)} of \d+ "
+                            r"CPUs, [^;]+; (0\.[89]|1\.[01]) of them busy with other work at start-up\); input \d+",
+                            line), line
+        assert saved_threads(model_dir, 4) == len(CPUS) - 1
+        out, model_dir = train(tmp_path, "--set", "run.deterministic=true", name="deterministic")
+        line = threads_line(out.stderr)
+        assert line.startswith(f"threads: {len(CPUS)} compute (budget {len(CPUS)}: "), line
+        assert "busy with other work" not in line, line
+        assert saved_threads(model_dir, 4) == len(CPUS)
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 def test_num_parallel_calls_auto_takes_the_process_count(tmp_path):
