@@ -136,14 +136,14 @@ def bench_torch(a, name, m, env, steps=None, warmup=None):
 
 
 def dtrain_trainable_params(a, m, env):
-    """The `(N trainable)` of `dtrain validate --graph`'s last line."""
+    """The `(N trainable)` of the graph's last line in `dtrain validate --graph` (its memory plan follows)."""
     cmd = [a.dtrain, "validate", "--graph", str(m["config"])]
     for s in dtrain_sets(m):
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise BenchError(f"`{' '.join(cmd)}` failed (exit {p.returncode}):\n{(p.stderr or p.stdout)[-2000:]}")
-    last = p.stdout.strip().splitlines()[-1]
+    last = p.stdout.split("\n\n")[0].strip().splitlines()[-1]
     try:  # "72 layers, 107 variables, 274042 parameters (272474 trainable)"
         return int(last.rsplit("(", 1)[1].split()[0])
     except (IndexError, ValueError):

@@ -306,7 +306,18 @@ int run_validate(const Args& a) {
       if (!program) job = program.error();
       else if (Status s = check_declared_data_shapes(*job, *program); !s) job = s.error();
       else if (Status d = check_job_devices(*job, *program); !d) job = d.error();
-      else graph = program->model->graph_summary();
+      else {
+        graph = program->model->graph_summary();
+        // The buffers of one replica that runs the whole training batch (a
+        // replica of a split batch holds its share).
+        if (job->data.train) {
+          const DataSourceSpec& t = *job->data.train;
+          int64_t rows = t.batch_size_per_replica.value_or(t.batch_size);
+          if (job->run.micro_batch_rows) rows = std::min(rows, *job->run.micro_batch_rows);
+          else if (job->run.accumulation_steps > 1) rows = (rows + job->run.accumulation_steps - 1) / job->run.accumulation_steps;
+          graph += program->model->memory_summary(rows);
+        }
+      }
     }
     if (!job) {
       const int code = fail(job.error());

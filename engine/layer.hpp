@@ -116,6 +116,13 @@ class Layer {
   virtual void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
                         const Tensor& x, const Tensor& y, const Tensor& dy, Tensor* dx,
                         const LayerCache& cache) const = 0;
+  // Which values backward reads besides dy, its cache and its params: its
+  // inputs' (x, xs) and its output's (y). The model frees an activation
+  // that no backward reads once forward is past its last reader and passes
+  // a tensor of the same shape without storage (Tensor::released()) in its
+  // place. True unless the layer's backward is known not to read them.
+  virtual bool backward_reads_inputs() const { return true; }
+  virtual bool backward_reads_output() const { return true; }
 
   // Several inputs (merge layers, attention over query and key/value). The
   // model graph calls these; a one-input layer keeps the defaults, which

@@ -75,6 +75,14 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::released() const {
+  Tensor t;
+  t.shape_ = shape_;
+  t.numel_ = numel_;
+  t.dtype_ = dtype_;
+  return t;
+}
+
 Tensor Tensor::rows(int64_t begin, int64_t end) const {
   assert(rank() >= 1 && 0 <= begin && begin <= end && end <= shape_[0]);
   const int64_t row = shape_[0] == 0 ? 0 : numel_ / shape_[0];

@@ -81,6 +81,13 @@ class Tensor {
   // Whether this is the only tensor viewing its storage (a buffer pool may
   // then reuse it: no other tensor can read or write it any more).
   bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
+  // The same shape and dtype without storage (empty()): what a buffer pool
+  // leaves where it took back a buffer whose values nobody reads any more
+  // (a backward that only needs the shape still finds it).
+  Tensor released() const;
+  // A handle on the storage that does not keep it alive: whether it still
+  // exists, and its size (a buffer pool's accounting).
+  std::weak_ptr<const Storage> watch() const { return storage_; }
   // Sets every element (a float32 tensor on any device).
   void fill(float v);
   void zero();

@@ -35,6 +35,9 @@ class Activation : public Layer {
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  // relu, tanh, sigmoid and softmax differentiate through y, gelu through x.
+  bool backward_reads_inputs() const override { return kind_ == ActivationKind::kGelu; }
+  bool backward_reads_output() const override { return kind_ != ActivationKind::kGelu; }
 
  private:
   ActivationKind kind_;

@@ -38,6 +38,7 @@ class BatchNorm : public Layer {
   // the full gradient through the batch statistics.
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_output() const override { return false; }  // x, mean and inv_std
 
  private:
   float momentum_, epsilon_;

@@ -50,6 +50,7 @@ class Conv2D : public Layer {
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_output() const override { return relu_; }  // y: the fused relu's mask
 
  private:
   kernels::Conv2dShape shape_for(int64_t batch) const;

@@ -30,6 +30,7 @@ class Dense : public Layer {
   // (x and dy seen as (rows, in) and (rows, units)).
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_output() const override { return false; }
 
  private:
   int64_t units_;

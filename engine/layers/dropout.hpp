@@ -37,6 +37,8 @@ class Dropout : public Layer {
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_inputs() const override { return false; }  // the mask is in the cache
+  bool backward_reads_output() const override { return false; }
 
   // The Philox key of the masks at (seed, step) for this layer (after build).
   uint64_t mask_key(uint64_t seed, int64_t step) const;

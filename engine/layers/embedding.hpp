@@ -49,6 +49,7 @@ class Embedding : public Layer {
   // token order); rows of ids never seen are 0.
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_output() const override { return false; }  // x: the ids
 
  private:
   int64_t input_dim_, output_dim_;

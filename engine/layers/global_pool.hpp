@@ -36,6 +36,8 @@ class GlobalPool : public Layer {
   // argmax, 0 elsewhere.
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_inputs() const override { return kind_ == GlobalPoolKind::kMax2d; }  // the argmax
+  bool backward_reads_output() const override { return false; }
 
  private:
   GlobalPoolKind kind_;

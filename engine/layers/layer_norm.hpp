@@ -37,6 +37,7 @@ class LayerNorm : public Layer {
   // dx = inv_std * (g - mean(g) - xhat * mean(g * xhat)) per row, g = dy * gamma.
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_output() const override { return false; }
 
  private:
   float epsilon_;

@@ -24,6 +24,7 @@ class LeakyReLU : public Layer {
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_output() const override { return false; }  // x's sign
 
  private:
   float slope_;

@@ -29,6 +29,11 @@ class Merge final : public MultiInputLayer {
   void backward_inputs(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
                        std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
                        std::span<Tensor* const> dxs, const LayerCache& cache) const override;
+  // add, subtract and average need only dy; multiply and maximum read the inputs.
+  bool backward_reads_inputs() const override {
+    return kind_ == MergeKind::kMultiply || kind_ == MergeKind::kMaximum;
+  }
+  bool backward_reads_output() const override { return false; }
 
  private:
   MergeKind kind_;
@@ -49,6 +54,8 @@ class Concatenate final : public MultiInputLayer {
   void backward_inputs(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads,
                        std::span<const Tensor* const> xs, const Tensor& y, const Tensor& dy,
                        std::span<Tensor* const> dxs, const LayerCache& cache) const override;
+  bool backward_reads_inputs() const override { return false; }  // the shapes only
+  bool backward_reads_output() const override { return false; }
 
  private:
   int64_t axis_;

@@ -34,6 +34,8 @@ class PositionEmbedding : public Layer {
   // dx = dy (a view sharing dy's storage).
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_inputs() const override { return false; }
+  bool backward_reads_output() const override { return false; }
 
  private:
   int64_t sequence_length_;

@@ -24,6 +24,8 @@ class ZeroPadding2D : public Layer {
                LayerCache& cache) const override;
   void backward(const ForwardContext& ctx, std::span<const Tensor> params, std::span<Tensor> grads, const Tensor& x,
                 const Tensor& y, const Tensor& dy, Tensor* dx, const LayerCache& cache) const override;
+  bool backward_reads_inputs() const override { return false; }  // x's shape only
+  bool backward_reads_output() const override { return false; }
 
  private:
   int64_t pad_h_, pad_w_;

@@ -15,6 +15,7 @@
 
 #include "engine/base/job_spec.hpp"
 #include "engine/layer.hpp"
+#include "engine/model/buffer_pool.hpp"
 #include "engine/ops/context.hpp"
 #include "engine/base/status.hpp"
 #include "engine/tensor.hpp"
@@ -40,17 +41,25 @@ struct ReplicaState {
   // partial sums of the earlier micro-batches' grads of one update, bottom
   // first, each indexed like grads (allocated by the strategy on first use).
   std::vector<std::vector<Tensor>> grad_sums;
-  std::vector<Tensor> activations;  // activations[i] is the output of layer i
+  // activations[i] is the output of layer i, from its forward until its
+  // last reader (forward's, or backward's when a backward reads it); then
+  // its buffer goes back to `pool` and only its shape stays (released()).
+  // A model output's stays until the next forward.
+  std::vector<Tensor> activations;
   std::vector<LayerCache> caches;   // one per layer
-  // output_grads[i]: gradient w.r.t. layer i's output, kept per layer so its
-  // buffer is reused step after step (no allocation in the steady state).
+  // output_grads[i]: gradient w.r.t. layer i's output, from its first
+  // consumer's backward (last first) until layer i's own; its buffer comes
+  // from `pool` and goes back to it (no allocation in the steady state).
   std::vector<Tensor> output_grads;
   // extra_grads[i][j]: layer i's gradient for its input j when that input's
   // gradient already holds another consumer's part (it is then added in).
   std::vector<std::vector<Tensor>> extra_grads;
   std::vector<char> grad_written;        // per layer, during backward
+  // The buffers of activations and their gradients (Model::memory_plan).
+  BufferPool pool;
   std::vector<const Tensor*> in_ptrs;    // scratch for a layer's inputs
   std::vector<Tensor*> dx_ptrs;          // scratch for a layer's input gradients
+  std::vector<Tensor> handed;            // scratch: the pool's buffers handed to them
   // Where a synchronised batch norm sums its statistics over the replicas
   // (and workers) of a training step; null: this replica alone.
   CrossReplicaSum* cross_replica = nullptr;
@@ -113,6 +122,36 @@ class Model {
   // A kConfig error naming the first layer (its file:line:col), device and
   // compute type that ctx's backend cannot run (engine/ops/support.hpp).
   Status check_support(const ops::Context& ctx) const;
+
+  // The activation and activation-gradient buffers of one replica running
+  // forward and backward on `batch` rows, as ReplicaState::pool holds them
+  // (engine/model/buffer_pool.hpp): live bytes after each layer's forward
+  // and after its backward (a step after the first, when the model outputs'
+  // buffers stay from the step before), the most live at once, and the
+  // pool's size (what the replica holds for them; more than the peak where
+  // buffers of one size are free while another size is wanted). Float32
+  // activations only: layer caches (batch norm statistics, a fused relu's
+  // masked gradient, bfloat16 copies), variables and optimizer slots are
+  // not in it. A layer whose backward passes dy through as dx (dropout when
+  // it drops nothing, position_embedding) is counted as writing its own: the
+  // plan is then an upper bound.
+  struct LayerMemory {
+    size_t forward_live = 0;   // after this layer's forward
+    size_t backward_live = 0;  // after this layer's backward
+    bool kept = false;         // its activation is kept for backward
+  };
+  struct MemoryPlan {
+    std::vector<LayerMemory> layers;
+    size_t peak_live = 0;
+    size_t peak_layer = 0;      // where it is reached
+    bool peak_in_backward = false;
+    size_t pool_bytes = 0;
+    size_t without_plan = 0;    // one buffer per activation and per gradient, as before the plan
+  };
+  MemoryPlan memory_plan(int64_t batch) const;
+  // memory_plan as `dtrain validate --graph` prints it: a line per layer and
+  // the totals, in MiB.
+  std::string memory_summary(int64_t batch) const;
 
   // Where value `position` (the flat position in one example) of model input
   // `input` (an index of inputs()) in row `row` of a batch is in the data:
@@ -184,6 +223,15 @@ class Model {
     std::vector<int> inputs;  // layer indices; model_input(k) for the model's input k
     bool token_ids = false;   // the output is the int32 model input, re-viewed (reshape/flatten)
   };
+  // The buffer plan of an entry (plan_buffers, engine/model/memory_plan.cpp).
+  struct BufferRole {
+    bool view = false;    // runs no op: its output re-views its input, its dx re-views dy
+    bool output = false;  // a model output: its activation is kept from forward to the loss and after
+    bool keep = true;     // its activation is kept for a backward that reads it
+    std::vector<size_t> free_after_forward;  // activations no one reads once this layer's forward ran
+  };
+  // Fills the buffer plan of every entry. REQUIRES: layers_ and outputs_ built.
+  void plan_buffers();
   // The dtype rule of build(): an embedding reads int32 token ids (the model
   // input or a re-view of it), and only embeddings and re-views read ids.
   // Reports a violation through `report` (false); returns whether the
@@ -210,6 +258,7 @@ class Model {
   std::vector<ModelOutput> outputs_;
   Shape output_shape_;
   std::vector<Entry> layers_;
+  std::vector<BufferRole> roles_;  // indexed like layers_
   std::vector<VariableSpec> variables_;
 };
 

@@ -43,13 +43,14 @@ def test_validate_graph_prints_every_layer_with_inputs_shapes_and_parameters(tmp
     job.write_text(RESIDUAL)
     out = run_dtrain("validate", "--graph", job)
     assert out.returncode == 0, out.stderr
-    lines = {l.split()[0]: l.split() for l in out.stdout.splitlines()[1:-1]}
+    graph = out.stdout.split("\n\n")[0].splitlines()  # the memory plan follows a blank line
+    lines = {l.split()[0]: l.split() for l in graph[1:-1]}
     assert lines["stage2_block1_0_conv"][1:] == ["conv2d", "[4,", "4,", "8]", "40", "stage1_block2_out/relu"]
     assert lines["stage2_block1_out"][-2:] == ["stage2_block1_0_conv,", "stage2_block1_2_conv"]
     assert "stage1_block1_0_conv" not in lines  # when: $project dropped it
     # By hand: stem 40 + stage1 2 * (148 + 148) + stage2 (40 + 296 + 584) + (584 + 584) + dense 128 * 4 + 4;
     # 20 layers with the adds' relu layers; 11 kernels and 11 biases.
-    assert out.stdout.splitlines()[-1] == "20 layers, 22 variables, 3236 parameters (3236 trainable)"
+    assert graph[-1] == "20 layers, 22 variables, 3236 parameters (3236 trainable)"
 
 
 def test_a_residual_graph_trains_evaluates_and_resumes(tmp_path):
