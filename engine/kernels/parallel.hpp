@@ -66,4 +66,21 @@ void column_sums(int64_t rows, int64_t row_elements, int64_t width, double* out,
   }
 }
 
+// column_sums with add_rows(first, last, acc) adding rows [first, last) in
+// order (a chunk at a time): the same sums, one call per chunk.
+template <class AddRows>
+void column_sums_ranges(int64_t rows, int64_t row_elements, int64_t width, double* out, AddRows&& add_rows) {
+  const int64_t per = chunk_rows(row_elements);
+  const int64_t chunks = (rows + per - 1) / per;
+  std::vector<double> partial(static_cast<size_t>(chunks * width), 0.0);
+  parallel_ranges(chunks, per * row_elements, [&](int64_t first, int64_t last) {
+    for (int64_t k = first; k < last; ++k) add_rows(k * per, std::min(rows, (k + 1) * per), partial.data() + k * width);
+  });
+  std::fill(out, out + width, 0.0);
+  for (int64_t k = 0; k < chunks; ++k) {
+    const double* acc = partial.data() + k * width;
+    for (int64_t j = 0; j < width; ++j) out[j] += acc[j];
+  }
+}
+
 }  // namespace dtrain::kernels
