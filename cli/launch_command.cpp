@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "strategies/child_process.hpp"
@@ -148,8 +149,14 @@ int run_launch(const LaunchArgs& a) {
   for (int i = 0; i < a.ps; ++i) add("ps", i);
   if (a.evaluator) add("evaluator", 0);
   nlohmann::json cluster = nlohmann::json::object();
+  std::set<int> taken;  // the kernel may offer a port it gave an earlier task again: pick another
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const int port = a.port_base > 0 ? a.port_base + static_cast<int>(i) : free_port(/*loopback_only=*/true);
+    int port = a.port_base > 0 ? a.port_base + static_cast<int>(i) : free_port(/*loopback_only=*/true);
+    for (int tries = 0; a.port_base <= 0 && port > 0 && taken.count(port) != 0 && tries < 100; ++tries) {
+      port = free_port(/*loopback_only=*/true);
+    }
+    if (taken.count(port) != 0) port = 0;
+    taken.insert(port);
     if (port <= 0 || port > 65535) return fail(config_error(fmt::format("launch: no port for task {}", i)));
     tasks[i].address = fmt::format("127.0.0.1:{}", port);
     cluster[tasks[i].type].push_back(tasks[i].address);
