@@ -1,7 +1,9 @@
-// oneDNN pooling forward (training, with workspace) and backward, cached by shape.
+// oneDNN pooling forward (training, with workspace) and backward, cached by
+// shape; float32 max pooling runs dtrain's own loops (max_pool.hpp).
 #include "engine/kernels/pool.hpp"
 
 #include "engine/kernels/bf16_path.hpp"
+#include "engine/kernels/max_pool.hpp"
 #include "engine/kernels/onednn_context.hpp"
 
 namespace dtrain::kernels {
@@ -78,9 +80,12 @@ Pool2dShape as_f32(Pool2dShape s) {
   return s;
 }
 
+bool own_max_pool(const Pool2dShape& s) { return s.kind == PoolKind::kMax && s.type == KType::kF32; }
+
 }  // namespace
 
 size_t pool2d_workspace_bytes(const Pool2dShape& s) {
+  if (own_max_pool(emulated(s) ? as_f32(s) : s)) return max_pool_f32_workspace_bytes(s);
   std::shared_ptr<const Forward> hold;
   return forward_primitive(emulated(s) ? as_f32(s) : s, hold).workspace.get_size();
 }
@@ -90,6 +95,10 @@ void pool2d_forward(const Pool2dShape& s, const void* x, void* y, void* workspac
     const float* x32 = widen_bf16(x, s.n * s.ih * s.iw * s.c, 0);
     emulated_result(KType::kBf16, y, s.n * s.oh * s.ow * s.c, 1,
                     [&](float* y32) { pool2d_forward(as_f32(s), x32, y32, workspace); });
+    return;
+  }
+  if (own_max_pool(s)) {
+    max_pool_f32_forward(s, static_cast<const float*>(x), static_cast<float*>(y), static_cast<int32_t*>(workspace));
     return;
   }
   std::shared_ptr<const Forward> hold;
@@ -104,6 +113,11 @@ void pool2d_backward(const Pool2dShape& s, const void* dy, void* dx, const void*
     const float* dy32 = widen_bf16(dy, s.n * s.oh * s.ow * s.c, 0);
     emulated_result(KType::kBf16, dx, s.n * s.ih * s.iw * s.c, 1,
                     [&](float* dx32) { pool2d_backward(as_f32(s), dy32, dx32, workspace); });
+    return;
+  }
+  if (own_max_pool(s)) {
+    max_pool_f32_backward(s, static_cast<const float*>(dy), static_cast<float*>(dx),
+                          static_cast<const int32_t*>(workspace));
     return;
   }
   static onednn::PrimitiveCache<Backward> cache;

@@ -84,6 +84,47 @@ TEST_CASE("kernels::pool2d matches direct loops") {
   }
 }
 
+// Ties go to the window's first tap in (kh, kw) order, as PyTorch's and
+// oneDNN's reference do (after a ReLU most windows tie at 0): every dy lands
+// on its window's top-left input inside the image, and overlapping windows
+// add theirs there. A NaN is never the max; a window of NaNs gives the lowest
+// float and routes no gradient.
+TEST_CASE("kernels::pool2d max: ties go to the first tap, NaN is never the max") {
+  for (const Pool2dShape& g : {geometry(PoolKind::kMax, 2, 8, 8, 12, 2, 2, false),
+                               geometry(PoolKind::kMax, 1, 7, 9, 5, 3, 2, true)}) {
+    const std::vector<float> x(static_cast<size_t>(g.n * g.ih * g.iw * g.c), 0.0f);
+    const auto dy = test::random_vector(static_cast<size_t>(g.n * g.oh * g.ow * g.c), 3);
+    std::vector<double> dx_ref(x.size(), 0.0);
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          const int64_t iy = std::max<int64_t>(0, oy * g.sh - g.pad_top), ix = std::max<int64_t>(0, ox * g.sw - g.pad_left);
+          for (int64_t c = 0; c < g.c; ++c) {
+            dx_ref[static_cast<size_t>(((n * g.ih + iy) * g.iw + ix) * g.c + c)] +=
+                dy[static_cast<size_t>(((n * g.oh + oy) * g.ow + ox) * g.c + c)];
+          }
+        }
+    std::vector<float> y(dy.size(), 1e9f), dx(x.size(), 1e9f);
+    std::vector<float> ws((pool2d_workspace_bytes(g) + 3) / 4 + 1);
+    pool2d_forward(g, x.data(), y.data(), ws.data());
+    CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 0.0f; }));
+    pool2d_backward(g, dy.data(), dx.data(), ws.data());
+    CHECK(test::max_rel_error(dx, dx_ref) < 1e-6);
+  }
+  Pool2dShape g = geometry(PoolKind::kMax, 1, 2, 2, 3, 2, 2, false);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // channel 0: NaN first, then 1, 3, 2; channel 1: all NaN; channel 2: -inf and NaN, then -1.
+  const std::vector<float> x = {nan, nan, -std::numeric_limits<float>::infinity(), 1, nan, nan, 3, nan, nan, 2, nan, -1};
+  std::vector<float> y(3), dx(12, 1e9f), ws((pool2d_workspace_bytes(g) + 3) / 4 + 1);
+  pool2d_forward(g, x.data(), y.data(), ws.data());
+  CHECK(y[0] == 3.0f);
+  CHECK(y[1] == std::numeric_limits<float>::lowest());
+  CHECK(y[2] == -1.0f);
+  const std::vector<float> dy = {10, 20, 30};
+  pool2d_backward(g, dy.data(), dx.data(), ws.data());
+  CHECK(dx == std::vector<float>{0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 30});
+}
+
 // n <= 512 distinct values, all exact in bf16 (k / 4 for -256 <= k < 256),
 // shuffled: max pooling then has no ties that the f32 and bf16
 // implementations might break differently.
