@@ -51,7 +51,11 @@ void sum_into_first(std::span<ReplicaState* const> states, const std::vector<siz
 }
 
 InProcessAllReduce::InProcessAllReduce(const GradBuckets& buckets, CrossReduce cross)
-    : buckets_(buckets), cross_(std::move(cross)), arrived_(buckets.vars.size(), 0), ready_(buckets.vars.size(), false) {
+    : buckets_(buckets),
+      cross_(std::move(cross)),
+      arrived_(buckets.vars.size(), 0),
+      ready_(buckets.vars.size(), false),
+      done_(buckets.vars.size(), false) {
   if (cross_) comm_ = std::thread([this] { comm_loop(); });
 }
 
@@ -76,8 +80,8 @@ void InProcessAllReduce::begin_step(std::span<ReplicaState* const> states, Profi
   profiler_ = profiler;
   std::fill(arrived_.begin(), arrived_.end(), 0);
   std::fill(ready_.begin(), ready_.end(), false);
+  std::fill(done_.begin(), done_.end(), false);
   reduced_ = 0;
-  num_ready_ = 0;
   next_cross_ = 0;
   abandoned_ = false;
   error_.reset();
@@ -108,7 +112,6 @@ void InProcessAllReduce::arrive(size_t bucket) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ready_[bucket] = true;
-    if (++num_ready_ == ready_.size()) all_ready_ = std::chrono::steady_clock::now();
   }
   ready_cv_.notify_all();
 }
@@ -120,6 +123,7 @@ void InProcessAllReduce::publish(size_t bucket) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++reduced_;
+    done_[bucket] = true;
   }
   done_cv_.notify_all();
 }
@@ -160,21 +164,29 @@ void InProcessAllReduce::comm_loop() {
       std::lock_guard<std::mutex> lock(mu_);
       if (!s && !error_) error_ = s.error();
       cross_seconds_ += std::chrono::duration<double>(t1 - t0).count();
-      // Exposed: the part of [t0, t1] after backward produced the last bucket.
-      if (num_ready_ == ready_.size() && all_ready_ < t1) {
-        exposed_seconds_ += std::chrono::duration<double>(t1 - std::max(t0, all_ready_)).count();
-      }
     }
     publish(bucket);
   }
 }
 
-void InProcessAllReduce::wait_all() {
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return reduced_ == arrived_.size() || abandoned_; });
-  if (reduced_ != arrived_.size()) {
-    throw ErrorException{runtime_error("the gradient all-reduce was abandoned: another replica failed")};
+template <class Done>
+void InProcessAllReduce::wait_until(std::unique_lock<std::mutex>& lock, int replica, Done done) {
+  if (!done() && !abandoned_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    done_cv_.wait(lock, [&] { return done() || abandoned_; });
+    if (replica == 0) exposed_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+  if (!done()) throw ErrorException{runtime_error("the gradient all-reduce was abandoned: another replica failed")};
+}
+
+void InProcessAllReduce::wait_all(int replica) {
+  std::unique_lock<std::mutex> lock(mu_);
+  wait_until(lock, replica, [&] { return reduced_ == arrived_.size(); });
+}
+
+void InProcessAllReduce::wait_bucket(size_t bucket, int replica) {
+  std::unique_lock<std::mutex> lock(mu_);
+  wait_until(lock, replica, [&] { return static_cast<bool>(done_[bucket]); });
 }
 
 void InProcessAllReduce::abandon() {

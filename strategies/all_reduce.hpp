@@ -68,22 +68,31 @@ class InProcessAllReduce {
   // reduces the bucket and writes the sum into every replica's gradients.
   void arrive(size_t bucket);
   // Blocks until every bucket of this step is reduced. Throws
-  // ErrorException when the step was abandoned.
-  void wait_all();
+  // ErrorException when the step was abandoned. `replica`: the caller's
+  // index; replica 0's time blocked here counts as exposed.
+  void wait_all(int replica);
+  // Blocks until `bucket` is reduced (every earlier one is too: buckets are
+  // reduced in index order), so that the optimizer can update its variables
+  // while later buckets are still being reduced. Throws like wait_all.
+  void wait_bucket(size_t bucket, int replica);
   // A replica failed this step: the others stop waiting for its buckets
   // (wait_all throws) until the next begin_step.
   void abandon();
   // The cross-worker stage's first error this step (after wait_all()).
   std::optional<Error> error() const;
   // Seconds the communication thread spent in `cross` this step, and the
-  // part of that time after the last bucket became ready locally (not
-  // overlapped with backward).
+  // time replica 0 spent blocked in wait_all / wait_bucket (after its
+  // backward): what neither backward nor the optimizer overlapped.
   double cross_seconds() const;
   double exposed_seconds() const;
 
  private:
   void publish(size_t bucket);  // copies replica 0's sum to the others, counts it reduced
   void comm_loop();
+  // Waits (lock held) until done() or the step is abandoned; adds replica
+  // 0's blocked time to exposed_seconds_.
+  template <class Done>
+  void wait_until(std::unique_lock<std::mutex>& lock, int replica, Done done);
 
   const GradBuckets& buckets_;
   CrossReduce cross_;
@@ -96,13 +105,12 @@ class InProcessAllReduce {
   std::vector<int> arrived_;   // GUARDED_BY(mu_), per bucket
   std::vector<bool> ready_;    // GUARDED_BY(mu_), per bucket: summed locally, waiting for `cross`
   size_t reduced_ = 0;         // GUARDED_BY(mu_)
+  std::vector<bool> done_;     // GUARDED_BY(mu_), per bucket: reduced and published
   size_t next_cross_ = 0;      // GUARDED_BY(mu_): the bucket the comm thread reduces next
   bool stop_ = false;          // GUARDED_BY(mu_)
   bool abandoned_ = false;     // GUARDED_BY(mu_)
   std::optional<Error> error_; // GUARDED_BY(mu_)
   double cross_seconds_ = 0, exposed_seconds_ = 0;  // GUARDED_BY(mu_)
-  size_t num_ready_ = 0;       // GUARDED_BY(mu_): buckets summed locally this step
-  std::chrono::steady_clock::time_point all_ready_;  // GUARDED_BY(mu_): when num_ready_ reached every bucket
   std::thread comm_;           // only with cross_
 };
 

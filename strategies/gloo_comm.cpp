@@ -1,5 +1,5 @@
 // GlooComm: Gloo's TCP full mesh, bootstrapped through the coordination
-// service's key-value store, with ring all-reduce, an all-reduce in a fixed order, broadcast and barrier.
+// service's key-value store, with ring all-reduce (all-gather and sum when small), an all-reduce in a fixed order, broadcast and barrier.
 // Gloo reports a dead peer or a timeout by throwing; we turn that into kCluster errors.
 #include "strategies/gloo_comm.hpp"
 
@@ -71,6 +71,10 @@ class CoordStore final : public gloo::rendezvous::Store {
 
 }  // namespace
 
+// Gathered bytes (buffer x ranks) up to which all_reduce_sum gathers and sums
+// instead of running the ring (GlooComm::Impl::gathered_sum).
+constexpr size_t kGatheredSumBytes = 256 * 1024;
+
 class GlooComm::Impl {
  public:
   Impl(std::shared_ptr<gloo::rendezvous::Context> context, std::chrono::milliseconds timeout)
@@ -95,6 +99,9 @@ class GlooComm::Impl {
   template <class T>
   Status all_reduce_sum(T* data, size_t count) {
     if (count == 0) return {};
+    const auto n = static_cast<size_t>(size());
+    if (n == 1) return {};
+    if (count * sizeof(T) * n <= kGatheredSumBytes) return gathered_sum(data, count);
     return run("all_reduce_sum", [&] {
       gloo::AllreduceOptions opts(context_);
       opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
@@ -104,6 +111,30 @@ class GlooComm::Impl {
       opts.setTag(next_tag());
       opts.setTimeout(timeout_);
       gloo::allreduce(opts);
+    });
+  }
+
+  // A small all-reduce: every rank's buffer gathered on every rank (a ring
+  // all-gather, n - 1 rounds of messages against the ring all-reduce's
+  // 2(n - 1)), then summed in tree_sum's order over the ranks, the same bits
+  // on every rank. Its time is latency: per-step sums, a last small bucket.
+  template <class T>
+  Status gathered_sum(T* data, size_t count) {
+    const auto n = static_cast<size_t>(size());
+    std::vector<T> all(count * n);
+    return run("all_reduce_sum", [&] {
+      gloo::AllgatherOptions opts(context_);
+      opts.setInput(data, count);
+      opts.setOutput(all.data(), all.size());
+      opts.setTag(next_tag());
+      opts.setTimeout(timeout_);
+      gloo::allgather(opts);
+      tree_sum(n, [&](size_t into, size_t from) {
+        T* __restrict a = all.data() + into * count;
+        const T* __restrict b = all.data() + from * count;
+        for (size_t i = 0; i < count; ++i) a[i] += b[i];
+      });
+      std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(count), data);
     });
   }
 

@@ -26,8 +26,10 @@ class GlooComm {
   int rank() const;
   int size() const;
 
-  // In-place sum over all ranks (ring all-reduce); every rank ends with the
-  // same bits. Errors (a peer closed its connection, timeout) are kCluster
+  // In-place sum over all ranks; every rank ends with the same bits. Up to
+  // 256 KiB gathered (count x size), an all-gather and a sum in tree_sum's
+  // grouping (one round of messages for 2 ranks: latency is what a small
+  // all-reduce costs); above, the ring all-reduce. Errors (a peer closed its connection, timeout) are kCluster
   // errors; after one, the communicator must not be used again.
   Status all_reduce_sum(float* data, size_t count);
   Status all_reduce_sum(double* data, size_t count);

@@ -100,7 +100,21 @@ StepOutput MirroredStrategy::mirrored_step(const Batch& batch, int64_t step, flo
         for (size_t b : buckets_.after_layer[layer]) reducer_->arrive(b);
       });
     }
-    reducer_->wait_all();
+    if (optimizer_per_variable(program_)) {
+      // Each bucket's variables are updated as soon as it is reduced, while
+      // the communication thread reduces the later ones. After a failed
+      // cross-worker reduction the caller reads reducer_->error() and ends
+      // the process (exit 4) before anything reads or saves the variables.
+      for (size_t b = 0; b < buckets_.vars.size(); ++b) {
+        reducer_->wait_bucket(b, r);
+        if (reducer_->error()) return out;
+        apply_gradients_to(program_, rs.ctx, rs.values, rs.grads, slots_[static_cast<size_t>(r)], step, lr,
+                           buckets_.vars[b]);
+      }
+      if (r == 0) applied_ = true;
+      return out;
+    }
+    reducer_->wait_all(r);
     // A failed cross-worker reduction leaves the gradients partial: the
     // caller reads reducer_->error() and stops before using the variables.
     if (reducer_->error()) return out;

@@ -249,6 +249,20 @@ bool apply_gradients(const Program& program, const ops::Context& ctx, std::span<
   return true;
 }
 
+bool optimizer_per_variable(const Program& program) {
+  return !program.mixed() && !program.optimizer_spec.clip_by_global_norm;
+}
+
+void apply_gradients_to(const Program& program, const ops::Context& ctx, std::span<Tensor> values,
+                        std::span<Tensor> grads, std::vector<std::vector<Tensor>>& slots, int64_t step, float lr,
+                        std::span<const size_t> vars) {
+  const ProfileScope profile(program.profiler, "optimizer");
+  const auto& specs = program.model->variables();
+  for (size_t i : vars) {
+    if (specs[i].trainable) program.optimizer->apply(step + 1, lr, values[i], grads[i], slots[i], ctx);
+  }
+}
+
 Status initialize_variables(const Program& program, const Device& device, std::vector<Tensor>& values,
                             std::vector<std::vector<Tensor>>& slots) {
   const auto& vars = program.model->variables();

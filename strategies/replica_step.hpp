@@ -71,6 +71,16 @@ void accumulate(StepOutput& a, const StepOutput& b);
 bool apply_gradients(const Program& program, const ops::Context& ctx, std::span<Tensor> values,
                      std::span<Tensor> grads, std::vector<std::vector<Tensor>>& slots, int64_t step, float lr);
 
+// True when the optimizer may update each variable on its own, as soon as
+// its gradient is reduced (no mixed-precision check and no global-norm
+// clipping, which read every gradient first): the updates are the same bits
+// in any order, since Optimizer::apply is pure per variable.
+bool optimizer_per_variable(const Program& program);
+// The optimizer on variables `vars` alone (REQUIRES: optimizer_per_variable).
+void apply_gradients_to(const Program& program, const ops::Context& ctx, std::span<Tensor> values,
+                        std::span<Tensor> grads, std::vector<std::vector<Tensor>>& slots, int64_t step, float lr,
+                        std::span<const size_t> vars);
+
 // True when every trainable gradient is finite (reads one flag per variable
 // back from ctx.device).
 bool grads_finite(const Program& program, const ops::Context& ctx, std::span<const Tensor> grads);

@@ -108,6 +108,41 @@ TEST_CASE("gloo: all_reduce_sum over 2 and 3 ranks, float and double") {
   }
 }
 
+// Small all-reduces (buffer x ranks up to 256 KiB) are an all-gather and a
+// sum in tree_sum's grouping on every rank: those bits exactly, the same on
+// every rank, for 2 to 4 ranks, up to the largest gathered count; one float
+// more takes the ring (checked against the exact sum within 1e-6).
+TEST_CASE("gloo: small all_reduce_sum adds the ranks in tree_sum's grouping; larger ones take the ring") {
+  for (int n : {2, 3, 4}) {
+    const size_t largest = 256 * 1024 / (sizeof(float) * static_cast<size_t>(n));
+    for (size_t count : {size_t{5}, largest}) {
+      CAPTURE(n);
+      CAPTURE(count);
+      Ranks r = connect_ranks(n);
+      std::vector<std::vector<float>> out(static_cast<size_t>(n));
+      run_ranks(r, n, [&](int rank, GlooComm& comm) {
+        std::vector<float> data(count);
+        for (size_t i = 0; i < count; ++i) data[i] = input<float>(rank, i);
+        const Status s = comm.all_reduce_sum(data.data(), count);
+        CHECK_MESSAGE(s.ok(), s.error().message);
+        out[static_cast<size_t>(rank)] = std::move(data);
+      });
+      std::vector<std::vector<float>> parts(static_cast<size_t>(n), std::vector<float>(count));
+      for (int rank = 0; rank < n; ++rank) {
+        for (size_t i = 0; i < count; ++i) parts[static_cast<size_t>(rank)][i] = input<float>(rank, i);
+      }
+      tree_sum(static_cast<size_t>(n), [&](size_t into, size_t from) {
+        for (size_t i = 0; i < count; ++i) parts[into][i] += parts[from][i];
+      });
+      for (int rank = 0; rank < n; ++rank) {
+        REQUIRE(out[static_cast<size_t>(rank)].size() == count);
+        CHECK(std::memcmp(out[static_cast<size_t>(rank)].data(), parts[0].data(), count * sizeof(float)) == 0);
+      }
+    }
+    check_all_reduce<float>(n, largest + 1, 1e-6);
+  }
+}
+
 // run.micro_batch_rows' all-reduce: every element is the ranks' values added
 // in tree_sum's grouping (for 4 ranks (a0 + a1) + (a2 + a3), for 5
 // ((a0 + a1) + (a2 + a3)) + a4), bit for bit, on every rank, whatever the
