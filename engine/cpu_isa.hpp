@@ -47,6 +47,16 @@ std::string onednn_isa_name();
 // ONEDNN_MAX_CPU_ISA is set (oneDNN reads it itself) or nothing caps.
 void apply_cpu_isa_cap_to_onednn();
 
+// The attributes that compile a function for x86-64-v4 (AVX-512) or
+// x86-64-v3 (AVX2): the kernels' clones that pick_for_cpu_isa chooses from.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define DTRAIN_V4 [[gnu::target("arch=x86-64-v4")]]
+#define DTRAIN_V3 [[gnu::target("arch=x86-64-v3")]]
+#else
+#define DTRAIN_V4
+#define DTRAIN_V3
+#endif
+
 // One of three builds of a kernel (compiled for x86-64-v4, x86-64-v3 and the
 // baseline) by cpu_isa(): call once and keep the pointer.
 template <class F>

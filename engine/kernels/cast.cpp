@@ -20,10 +20,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define DTRAIN_V4 [[gnu::target("arch=x86-64-v4")]]
 #define DTRAIN_HAVE_X86_BF16 1
 #else
-#define DTRAIN_V4
 #define DTRAIN_HAVE_X86_BF16 0
 #endif
 

@@ -8,17 +8,25 @@
 #include "engine/cpu_isa.hpp"
 #include "engine/kernels/parallel.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define DTRAIN_V4 [[gnu::target("arch=x86-64-v4")]]
-#define DTRAIN_V3 [[gnu::target("arch=x86-64-v3")]]
-#else
-#define DTRAIN_V4
-#define DTRAIN_V3
-#endif
 
 namespace dtrain::kernels {
 
 namespace {
+
+// Calls fn(offset of the input pixel's first channel, tap index ky * kw + kx)
+// for each tap of output position (n, oy, ox) inside the input, in (ky, kx) order.
+template <class F>
+[[gnu::always_inline]] inline void for_each_tap(const Pool2dShape& s, int64_t n, int64_t oy, int64_t ox, F&& fn) {
+  for (int64_t ky = 0; ky < s.kh; ++ky) {
+    const int64_t iy = oy * s.sh - s.pad_top + ky;
+    if (iy < 0 || iy >= s.ih) continue;
+    for (int64_t kx = 0; kx < s.kw; ++kx) {
+      const int64_t ix = ox * s.sw - s.pad_left + kx;
+      if (ix < 0 || ix >= s.iw) continue;
+      fn(((n * s.ih + iy) * s.iw + ix) * s.c, static_cast<int32_t>(ky * s.kw + kx));
+    }
+  }
+}
 
 // Output rows [r0, r1) of the (n * oh) rows: y and taps of each output
 // position start at the lowest float and -1, then every tap inside the input
@@ -35,21 +43,14 @@ namespace {
         best[j] = std::numeric_limits<float>::lowest();
         arg[j] = -1;
       }
-      for (int64_t ky = 0; ky < s.kh; ++ky) {
-        const int64_t iy = oy * s.sh - s.pad_top + ky;
-        if (iy < 0 || iy >= s.ih) continue;
-        for (int64_t kx = 0; kx < s.kw; ++kx) {
-          const int64_t ix = ox * s.sw - s.pad_left + kx;
-          if (ix < 0 || ix >= s.iw) continue;
-          const float* __restrict in = x + ((n * s.ih + iy) * s.iw + ix) * c;
-          const auto tap = static_cast<int32_t>(ky * s.kw + kx);
-          for (int64_t j = 0; j < c; ++j) {
-            const bool greater = in[j] > best[j];
-            best[j] = greater ? in[j] : best[j];
-            arg[j] = greater ? tap : arg[j];
-          }
+      for_each_tap(s, n, oy, ox, [&](int64_t at, int32_t tap) {
+        const float* __restrict in = x + at;
+        for (int64_t j = 0; j < c; ++j) {
+          const bool greater = in[j] > best[j];
+          best[j] = greater ? in[j] : best[j];
+          arg[j] = greater ? tap : arg[j];
         }
-      }
+      });
     }
   }
 }
@@ -69,17 +70,10 @@ namespace {
         const int64_t o = ((n * s.oh + oy) * s.ow + ox) * c;
         const float* __restrict g = dy + o;
         const int32_t* __restrict arg = taps + o;
-        for (int64_t ky = 0; ky < s.kh; ++ky) {
-          const int64_t iy = oy * s.sh - s.pad_top + ky;
-          if (iy < 0 || iy >= s.ih) continue;
-          for (int64_t kx = 0; kx < s.kw; ++kx) {
-            const int64_t ix = ox * s.sw - s.pad_left + kx;
-            if (ix < 0 || ix >= s.iw) continue;
-            float* __restrict out = dx + ((n * s.ih + iy) * s.iw + ix) * c;
-            const auto tap = static_cast<int32_t>(ky * s.kw + kx);
-            for (int64_t j = 0; j < c; ++j) out[j] += arg[j] == tap ? g[j] : 0.0f;
-          }
-        }
+        for_each_tap(s, n, oy, ox, [&](int64_t at, int32_t tap) {
+          float* __restrict out = dx + at;
+          for (int64_t j = 0; j < c; ++j) out[j] += arg[j] == tap ? g[j] : 0.0f;
+        });
       }
     }
   }

@@ -13,13 +13,6 @@
 
 #include "engine/cpu_isa.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define DTRAIN_V4 [[gnu::target("arch=x86-64-v4")]]
-#define DTRAIN_V3 [[gnu::target("arch=x86-64-v3")]]
-#else
-#define DTRAIN_V4
-#define DTRAIN_V3
-#endif
 
 namespace dtrain::kernels {
 

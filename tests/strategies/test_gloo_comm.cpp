@@ -95,6 +95,19 @@ void check_all_reduce(int n, size_t count, double rel_tol) {
   }
 }
 
+// Elements 0..count of value(rank, i) summed over n ranks in tree_sum's grouping.
+template <class Value>
+std::vector<float> tree_sum_of(int n, size_t count, Value value) {
+  std::vector<std::vector<float>> parts(static_cast<size_t>(n), std::vector<float>(count));
+  for (int rank = 0; rank < n; ++rank) {
+    for (size_t i = 0; i < count; ++i) parts[static_cast<size_t>(rank)][i] = value(rank, i);
+  }
+  tree_sum(static_cast<size_t>(n), [&](size_t into, size_t from) {
+    for (size_t i = 0; i < count; ++i) parts[into][i] += parts[from][i];
+  });
+  return parts[0];
+}
+
 }  // namespace
 
 TEST_CASE("gloo: all_reduce_sum over 2 and 3 ranks, float and double") {
@@ -127,16 +140,10 @@ TEST_CASE("gloo: small all_reduce_sum adds the ranks in tree_sum's grouping; lar
         CHECK_MESSAGE(s.ok(), s.error().message);
         out[static_cast<size_t>(rank)] = std::move(data);
       });
-      std::vector<std::vector<float>> parts(static_cast<size_t>(n), std::vector<float>(count));
-      for (int rank = 0; rank < n; ++rank) {
-        for (size_t i = 0; i < count; ++i) parts[static_cast<size_t>(rank)][i] = input<float>(rank, i);
-      }
-      tree_sum(static_cast<size_t>(n), [&](size_t into, size_t from) {
-        for (size_t i = 0; i < count; ++i) parts[into][i] += parts[from][i];
-      });
+      const std::vector<float> want = tree_sum_of(n, count, input<float>);
       for (int rank = 0; rank < n; ++rank) {
         REQUIRE(out[static_cast<size_t>(rank)].size() == count);
-        CHECK(std::memcmp(out[static_cast<size_t>(rank)].data(), parts[0].data(), count * sizeof(float)) == 0);
+        CHECK(std::memcmp(out[static_cast<size_t>(rank)].data(), want.data(), count * sizeof(float)) == 0);
       }
     }
     check_all_reduce<float>(n, largest + 1, 1e-6);
@@ -163,16 +170,10 @@ TEST_CASE("gloo: all_reduce_sum_ordered adds the ranks in tree_sum's grouping, t
         CHECK_MESSAGE(s.ok(), s.error().message);
         out[static_cast<size_t>(rank)] = std::move(data);
       });
-      std::vector<std::vector<float>> parts(static_cast<size_t>(n), std::vector<float>(count));
-      for (int rank = 0; rank < n; ++rank) {
-        for (size_t i = 0; i < count; ++i) parts[static_cast<size_t>(rank)][i] = value(rank, i);
-      }
-      tree_sum(static_cast<size_t>(n), [&](size_t into, size_t from) {
-        for (size_t i = 0; i < count; ++i) parts[into][i] += parts[from][i];
-      });
+      const std::vector<float> want = tree_sum_of(n, count, value);
       for (int rank = 0; rank < n; ++rank) {
         REQUIRE(out[static_cast<size_t>(rank)].size() == count);
-        CHECK(std::memcmp(out[static_cast<size_t>(rank)].data(), parts[0].data(), count * sizeof(float)) == 0);
+        CHECK(std::memcmp(out[static_cast<size_t>(rank)].data(), want.data(), count * sizeof(float)) == 0);
       }
       if (n == 4 && count == 100003) {  // the grouping matters here: left to right gives other bits
         size_t differ = 0;
