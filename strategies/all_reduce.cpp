@@ -146,17 +146,21 @@ void InProcessAllReduce::comm_loop() {
       profiler = profiler_;
     }
     if (profiler) profiler->name_thread("all-reduce");
-    const ProfileScope profile(profiler, "all-reduce", profiler ? bucket_label(bucket) + " across workers" : "");
     const auto t0 = Clock::now();
     // After a failure the communicator is unusable: the remaining buckets
     // are only released so that wait_all() returns.
     Status s = Status::Ok();
-    if (!failed) {
-      try {
-        maybe_throw_for_test("all_reduce");
-        s = cross_(bucket);
-      } catch (...) {
-        s = current_exception_error("all-reduce across workers");
+    {
+      // The trace event closes before publish(): once the bucket is
+      // published the step may end and the profile window with it.
+      const ProfileScope profile(profiler, "all-reduce", profiler ? bucket_label(bucket) + " across workers" : "");
+      if (!failed) {
+        try {
+          maybe_throw_for_test("all_reduce");
+          s = cross_(bucket);
+        } catch (...) {
+          s = current_exception_error("all-reduce across workers");
+        }
       }
     }
     const auto t1 = Clock::now();

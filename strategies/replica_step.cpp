@@ -53,7 +53,9 @@ std::vector<Tensor> extra_labels_on_replica(ReplicaState& rs, const Batch& batch
 
 std::vector<Tensor> predict_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
                                     int64_t end) {
-  ForwardContext ctx{false, program.seed, 0, begin, &rs.ctx};
+  ops::Context inference = rs.ctx;
+  inference.batch_invariant = true;  // an example's outputs do not depend on its batch
+  ForwardContext ctx{false, program.seed, 0, begin, &inference};
   const Tensor x = on_replica(rs, rs.features, batch.features.rows(begin, end));
   const std::vector<Tensor> extra = extra_on_replica(rs, batch, begin, end);
   program.model->forward(ctx, rs, x, extra);

@@ -30,7 +30,8 @@ std::vector<Tensor> extra_on_replica(ReplicaState& rs, const Batch& batch, int64
 std::vector<Tensor> extra_labels_on_replica(ReplicaState& rs, const Batch& batch, int64_t begin, int64_t end);
 
 // Forward (inference) on rows [begin, end) of batch: every output's
-// predictions (Loss::predictions), host tensors (end - begin, output shape...).
+// predictions (Loss::predictions), host tensors (end - begin, output shape...),
+// each row the same bits in any batch (ops::Context::batch_invariant).
 std::vector<Tensor> predict_replica(const Program& program, ReplicaState& rs, const Batch& batch, int64_t begin,
                                     int64_t end);
 

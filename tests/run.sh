@@ -39,7 +39,8 @@ run_suite "process-level tests" env DTRAIN_BIN="$PWD/build/cli/dtrain" DTRAIN_SO
   python3 -m pytest -q -p no:cacheprovider tests/integration
 
 # Every guarantee on a CPU without AVX-512 (engine/cpu_isa.hpp): the unit
-# tests and the determinism, equivalence, resume and precision tests again with
+# tests and the determinism, equivalence, resume, precision, accumulation and
+# predict's batch invariance (test_image_folder) tests again with
 # dtrain's kernels and oneDNN capped to AVX2, and the kernel and layer tests on
 # the baseline x86-64 path.
 run_suite "unit tests (AVX2 cap)" env DTRAIN_MAX_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA= ./build/tests/dtrain_unit_tests
@@ -49,7 +50,8 @@ run_suite "determinism, equivalence, resume and precision (AVX2 cap)" env DTRAIN
   DTRAIN_BIN="$PWD/build/cli/dtrain" DTRAIN_SOURCE_ROOT="$PWD" \
   python3 -m pytest -q -p no:cacheprovider tests/integration/test_global_batch.py tests/integration/test_graph.py \
   tests/integration/test_resume.py tests/integration/test_precision.py tests/integration/test_strategies.py \
-  tests/integration/test_syncbn_equivalence.py tests/integration/test_threads.py tests/integration/test_cpu_isa.py
+  tests/integration/test_syncbn_equivalence.py tests/integration/test_threads.py tests/integration/test_cpu_isa.py \
+  tests/integration/test_accumulation.py tests/integration/test_image_folder.py
 
 # Sanitizers: a CPU-only debug build (no CUDA: its runtime trips ASan).
 [ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=disabled --buildtype=debug \

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cassert>
 #include <exception>
+#include <vector>
 
 #include "engine/kernels/bf16_path.hpp"
 #include "engine/kernels/cast.hpp"
@@ -82,6 +83,8 @@ constexpr int64_t kBlockRows = 64;
 constexpr int64_t kBlockWork = int64_t{1} << 20;
 // Below this many multiply-adds in all, the blocks run on the calling thread.
 constexpr int64_t kParallelWork = int64_t{1} << 21;
+// MatmulShape::row_invariant: blocks are a multiple of this many rows.
+constexpr int64_t kInvariantRows = 48;
 
 // Runs run(i) for i in [0, blocks), each with oneDNN limited to the calling
 // thread, blocks spread over the OpenMP team when there is enough work
@@ -162,9 +165,13 @@ void matmul(const MatmulShape& s, const void* a, const void* b, const float* bia
   // block may be smaller.
   const bool by_rows = s.batch == 1;
   const int64_t items = by_rows ? s.m : s.batch;
-  const int64_t per_block = by_rows ? std::max(kBlockRows, (kBlockWork + s.n * s.k - 1) / (s.n * s.k))
-                                    : std::max<int64_t>(1, (kBlockWork + s.m * s.n * s.k - 1) / (s.m * s.n * s.k));
+  // Row-invariant: every call has per_block rows, the last block padded.
+  const bool padded = s.row_invariant && by_rows && !s.trans_a;
+  int64_t per_block = by_rows ? std::max(kBlockRows, (kBlockWork + s.n * s.k - 1) / (s.n * s.k))
+                              : std::max<int64_t>(1, (kBlockWork + s.m * s.n * s.k - 1) / (s.m * s.n * s.k));
+  if (padded) per_block = (per_block + kInvariantRows - 1) / kInvariantRows * kInvariantRows;
   const int64_t blocks = (items + per_block - 1) / per_block;
+  const int64_t call_rows = padded ? per_block : std::min(per_block, items);
   const auto primitive = [&](int64_t count) {
     MatmulShape b_shape = s;
     (by_rows ? b_shape.m : b_shape.batch) = count;
@@ -175,9 +182,9 @@ void matmul(const MatmulShape& s, const void* a, const void* b, const float* bia
     return cache().get(key, [&] { return make(b_shape, has_bias, lda, key); });
   };
   // Created before the blocks run: creation may throw.
-  const auto full = primitive(std::min(per_block, items));
+  const auto full = primitive(call_rows);
   const int64_t last_count = items - (blocks - 1) * per_block;
-  const auto last = last_count == std::min(per_block, items) ? full : primitive(last_count);
+  const auto last = padded || last_count == call_rows ? full : primitive(last_count);
   const auto a_bytes = static_cast<int64_t>(ktype_bytes(s.a_type)), b_bytes = static_cast<int64_t>(ktype_bytes(s.b_type)),
              c_bytes = static_cast<int64_t>(ktype_bytes(s.c_type));
   const auto run = [&](int64_t i) {
@@ -194,13 +201,25 @@ void matmul(const MatmulShape& s, const void* a, const void* b, const float* bia
       b_at += first * s.k * s.n * b_bytes;
       c_at += first * s.m * s.n * c_bytes;
     }
+    // A short block of a padded product: its rows and zeros, into scratch.
+    const int64_t count = std::min(per_block, items - first);
+    std::vector<char> a_pad, c_pad;
+    char* c_out = c_at;
+    if (padded && count < per_block) {
+      a_pad.assign(static_cast<size_t>(per_block * s.k * a_bytes), 0);
+      std::copy_n(a_at, count * s.k * a_bytes, a_pad.data());
+      c_pad.resize(static_cast<size_t>(per_block * s.n * c_bytes));
+      a_at = a_pad.data();
+      c_at = c_pad.data();
+    }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, onednn::wrap(p.a, a_at)},
                                          {DNNL_ARG_WEIGHTS, onednn::wrap(p.b, b_at)},
                                          {DNNL_ARG_DST, onednn::wrap(p.c, c_at)}};
     if (has_bias) args.emplace(DNNL_ARG_BIAS, onednn::wrap(p.bias, bias));
     onednn::execute(p.prim, p.scratchpad, std::move(args));
+    if (c_at != c_out) std::copy_n(c_at, count * s.n * c_bytes, c_out);
   };
-  const int64_t work = std::min(per_block, items) * (by_rows ? 1 : s.m) * s.n * s.k;
+  const int64_t work = call_rows * (by_rows ? 1 : s.m) * s.n * s.k;
   run_blocks(blocks, work, run);
 }
 

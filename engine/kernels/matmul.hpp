@@ -24,6 +24,14 @@ struct MatmulShape {
   // (batch, M, N). Last, so {m, n, k, trans_a, trans_b} initializers keep
   // meaning one product.
   int64_t batch = 1;
+  // Every row of c computed as it would be in any other batch of rows: the
+  // product runs as oneDNN calls of one fixed row count (a multiple of 48,
+  // so every gemm micro-kernel group is whole), the last block padded with
+  // zero rows. oneDNN 2.6's AVX2 sgemm gives a row other bits when it falls
+  // in a 1-3 row tail of its 6-row groups or in some tails of its 48-row
+  // blocks, and M = 1 takes a gemv on every ISA. Costs up to a block of
+  // padding per product; predict sets it. Rows only (batch 1, A not trans_a).
+  bool row_invariant = false;
 };
 
 // c (M, N) = op(a) (M, K) x op(b) (K, N) [+ bias (N) broadcast over rows],

@@ -21,6 +21,10 @@ struct Context {
   // run.deterministic: GPU convolutions prefer algorithms cuDNN marks
   // deterministic (no atomics). No effect on the CPU, whose kernels always are.
   bool deterministic = false;
+  // Each row's result independent of the other rows in its batch (predict:
+  // an example alone gets the bits it gets inside a file). On the CPU,
+  // matmuls run as fixed-size row blocks (kernels::MatmulShape::row_invariant).
+  bool batch_invariant = false;
 };
 
 // A float32 context on the host (tests, host-side helpers).

@@ -78,6 +78,7 @@ void matmul(const Context& ctx, const kernels::MatmulShape& s, const Tensor& a, 
     kernels::MatmulShape t = s;
     t.a_type = oa.type;
     t.b_type = ob.type;
+    t.row_invariant = ctx.batch_invariant;
     kernels::matmul(t, oa.p, ob.p, bias ? f32(*bias) : nullptr, f32(c));
   }, [&] {
     // The support table admits cuda matmuls only under a float32 policy.
