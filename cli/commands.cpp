@@ -455,6 +455,10 @@ const std::vector<Command>& commands() {
          s.add_option("--ps", a.launch.ps, "ps tasks (strategy parameter_server)")->check(CLI::Range(0, 1024));
          s.add_option("--port-base", a.launch.port_base, "ports base, base+1, ... (default: free ports)")
              ->check(CLI::Range(1, 65535));
+         s.add_option("--max-restarts", a.launch.max_restarts,
+                      "when a task is lost, restart every task (they resume from the latest checkpoint) up to N "
+                      "times (default 0)")
+             ->check(CLI::Range(0, 1000000));
        },
        run_launch_command},
       {"server", "wait for work: run the tasks that dtrain train --remote-cluster sends (one at a time)",

@@ -25,7 +25,6 @@
 namespace dtrain::cli {
 namespace {
 
-
 struct Task {
   std::string type;
   int index = 0;
@@ -124,31 +123,19 @@ Status no_cluster_addresses(const JobSpec& job, const std::string& path, const c
                                   path, how, how));
 }
 
-int run_launch(const LaunchArgs& a) {
-  auto fail = [](const Error& e) {
-    std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
-    return static_cast<int>(exit_code_for(e.kind));
-  };
-  if (a.workers < 1) return fail(config_error("launch: --workers must be at least 1"));
-  // The job's own cluster section would take precedence over TF_CONFIG.
-  LoadOptions options;
-  options.overrides = a.overrides;
-  auto job = load_job(a.job, options);
-  if (!job) return fail(job.error());
-  if (Status s = no_cluster_addresses(*job, a.job, "dtrain launch"); !s) return fail(s.error());
+namespace {
 
-  std::vector<Task> tasks;
-  auto add = [&](const char* type, int index) {
-    Task t;
-    t.type = type;
-    t.index = index;
-    tasks.push_back(std::move(t));
-  };
-  if (a.chief) add("chief", 0);
-  for (int i = 0; i < a.workers; ++i) add("worker", i);
-  for (int i = 0; i < a.ps; ++i) add("ps", i);
-  if (a.evaluator) add("evaluator", 0);
-  nlohmann::json cluster = nlohmann::json::object();
+// How one start of the cluster ended.
+struct Outcome {
+  int code = 0;       // 0, or the exit code of the first task that failed (kCluster for one that died)
+  std::string cause;  // that task and how it ended, e.g. "worker 1 (127.0.0.1:4242) was killed by SIGKILL"
+  int forwarded = 0;  // the stop signal launch passed on (0: none)
+};
+
+// Addresses for every task: --port-base's ports, else free loopback ports,
+// never one port twice; the TF_CONFIG cluster of them.
+Status assign_addresses(const LaunchArgs& a, std::vector<Task>& tasks, nlohmann::json& cluster) {
+  cluster = nlohmann::json::object();
   std::set<int> taken;  // the kernel may offer a port it gave an earlier task again: pick another
   for (size_t i = 0; i < tasks.size(); ++i) {
     int port = a.port_base > 0 ? a.port_base + static_cast<int>(i) : free_port(/*loopback_only=*/true);
@@ -157,17 +144,20 @@ int run_launch(const LaunchArgs& a) {
     }
     if (taken.count(port) != 0) port = 0;
     taken.insert(port);
-    if (port <= 0 || port > 65535) return fail(config_error(fmt::format("launch: no port for task {}", i)));
+    if (port <= 0 || port > 65535) return config_error(fmt::format("launch: no port for task {}", i));
     tasks[i].address = fmt::format("127.0.0.1:{}", port);
     cluster[tasks[i].type].push_back(tasks[i].address);
   }
+  return Status::Ok();
+}
 
-  StopSignals signals;
-
+// Starts every task as `dtrain train` with its TF_CONFIG; on a failure the
+// ones already started get SIGTERM.
+Status start_tasks(const LaunchArgs& a, const nlohmann::json& cluster, std::vector<Task>& tasks) {
   const std::string exe = self_exe();
-  std::fprintf(stderr, "dtrain launch: %zu tasks on 127.0.0.1: %s\n", tasks.size(), cluster.dump().c_str());
-  std::fprintf(stderr, "dtrain launch: %s\n", share_threads(a, *job, tasks).c_str());
   for (Task& t : tasks) {
+    t.exit_code = -1;
+    t.forwarded = 0;
     std::vector<std::string> argv = {exe, "train", a.job};
     argv.insert(argv.end(), a.train_args.begin(), a.train_args.end());
     if (t.share.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(t.share.threads)});
@@ -179,22 +169,22 @@ int run_launch(const LaunchArgs& a) {
                              "", t.share.cpus);
     if (!child) {
       for (Task& started : tasks) {
-        if (started.child.pid > 0) ::kill(started.child.pid, SIGTERM);
+        if (&started == &t) break;
+        ::kill(started.child.pid, SIGTERM);
       }
-      return fail(runtime_error("launch: " + child.error().message));
+      return runtime_error("launch: " + child.error().message);
     }
     t.child = std::move(*child);
   }
+  return Status::Ok();
+}
 
-  int first_failure = 0, forwarded = 0;
-  // The tasks whose failure ends the training (as the coordination service
-  // monitors them): not the evaluator, nor in async parameter_server mode a
-  // worker other than the first (training goes on without it).
-  const bool workers_may_die = strategy_traits(job->strategy).workers_may_die;
-  auto stops_cluster = [&](const Task& t) {
-    if (t.type == "evaluator") return false;
-    return !(workers_may_die && t.type == "worker" && (a.chief || t.index > 0));
-  };
+// Relays the tasks' output and the stop signals until every task has ended.
+// stops_cluster(t): whether t's failure ends the training (then launch stops
+// the tasks that do not end by themselves).
+template <class StopsCluster>
+Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const StopsCluster& stops_cluster) {
+  Outcome o;
   // After a task failed: when the rest get SIGTERM, then SIGKILL, if still running.
   std::optional<std::chrono::steady_clock::time_point> term_at, kill_at;
   for (;;) {
@@ -205,7 +195,7 @@ int run_launch(const LaunchArgs& a) {
         if (t.exit_code < 0 && t.forwarded != sig && catches(t.child.pid, sig)) {
           ::kill(t.child.pid, sig);
           t.forwarded = sig;
-          forwarded = sig;
+          o.forwarded = sig;
         }
       }
     }
@@ -243,15 +233,16 @@ int run_launch(const LaunchArgs& a) {
       if (auto code = try_reap(t.child.pid)) {
         t.exit_code = *code;
         if (t.exit_code != 0) {
-          std::fprintf(stderr, "dtrain launch: %s %d (%s) %s\n", t.type.c_str(), t.index, t.address.c_str(),
-                       describe_exit(t.exit_code).c_str());
+          const std::string how = fmt::format("{} {} ({}) {}", t.type, t.index, t.address, describe_exit(t.exit_code));
+          std::fprintf(stderr, "dtrain launch: %s\n", how.c_str());
           // A task killed by a signal (not one launch forwarded) died: a cluster
           // error. The evaluator ends with a forwarded signal's default action
           // (it has nothing to save): not a failure.
-          const bool died = t.exit_code > 128 && forwarded == 0;
-          const bool evaluator_stopped = t.type == "evaluator" && forwarded != 0 && t.exit_code == 128 + forwarded;
-          if (first_failure == 0 && !evaluator_stopped) {
-            first_failure = died ? static_cast<int>(ExitCode::kCluster) : t.exit_code;
+          const bool died = t.exit_code > 128 && o.forwarded == 0;
+          const bool evaluator_stopped = t.type == "evaluator" && o.forwarded != 0 && t.exit_code == 128 + o.forwarded;
+          if (o.code == 0 && !evaluator_stopped) {
+            o.code = died ? static_cast<int>(ExitCode::kCluster) : t.exit_code;
+            o.cause = how;
           }
           // A stop (75) ends every task by itself; any other failure should too,
           // told by the coordination service, but a task that never joined
@@ -281,10 +272,75 @@ int run_launch(const LaunchArgs& a) {
     const bool open_pipes = std::any_of(tasks.begin(), tasks.end(), [](const Task& t) {
       return t.child.out_fd >= 0 || t.child.err_fd >= 0;
     });
-    if (!running && !open_pipes) break;
+    if (!running && !open_pipes) return o;
   }
-  if (first_failure == 0) std::fprintf(stderr, "dtrain launch: all %zu tasks finished\n", tasks.size());
-  return first_failure;
+}
+
+}  // namespace
+
+int run_launch(const LaunchArgs& a) {
+  auto fail = [](const Error& e) {
+    std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
+    return static_cast<int>(exit_code_for(e.kind));
+  };
+  if (a.workers < 1) return fail(config_error("launch: --workers must be at least 1"));
+  if (a.max_restarts < 0) return fail(config_error("launch: --max-restarts must be at least 0"));
+  // The job's own cluster section would take precedence over TF_CONFIG.
+  LoadOptions options;
+  options.overrides = a.overrides;
+  auto job = load_job(a.job, options);
+  if (!job) return fail(job.error());
+  if (Status s = no_cluster_addresses(*job, a.job, "dtrain launch"); !s) return fail(s.error());
+
+  std::vector<Task> tasks;
+  auto add = [&](const char* type, int index) {
+    Task t;
+    t.type = type;
+    t.index = index;
+    tasks.push_back(std::move(t));
+  };
+  if (a.chief) add("chief", 0);
+  for (int i = 0; i < a.workers; ++i) add("worker", i);
+  for (int i = 0; i < a.ps; ++i) add("ps", i);
+  if (a.evaluator) add("evaluator", 0);
+
+  StopSignals signals;
+  // The tasks whose failure ends the training (as the coordination service
+  // monitors them): not the evaluator, nor in async parameter_server mode a
+  // worker other than the first (training goes on without it).
+  const bool workers_may_die = strategy_traits(job->strategy).workers_may_die;
+  auto stops_cluster = [&](const Task& t) {
+    if (t.type == "evaluator") return false;
+    return !(workers_may_die && t.type == "worker" && (a.chief || t.index > 0));
+  };
+  const std::string threads_line = share_threads(a, *job, tasks);
+  for (int restarts = 0;; ++restarts) {
+    nlohmann::json cluster;
+    if (Status s = assign_addresses(a, tasks, cluster); !s) return fail(s.error());
+    std::fprintf(stderr, "dtrain launch: %zu tasks on 127.0.0.1: %s\n", tasks.size(), cluster.dump().c_str());
+    if (restarts == 0) std::fprintf(stderr, "dtrain launch: %s\n", threads_line.c_str());
+    if (Status s = start_tasks(a, cluster, tasks); !s) return fail(s.error());
+    const Outcome o = watch_tasks(tasks, signals, stops_cluster);
+    if (o.code == 0) {
+      std::fprintf(stderr, "dtrain launch: all %zu tasks finished%s\n", tasks.size(),
+                   restarts == 0 ? "" : fmt::format(" (after {} restart{})", restarts, restarts == 1 ? "" : "s").c_str());
+      return 0;
+    }
+    // Only a lost task restarts the cluster: a stop, a config or data error
+    // would end the same way again.
+    const bool lost = o.code == static_cast<int>(ExitCode::kCluster) && o.forwarded == 0 && signals.last() == 0;
+    if (!lost || restarts >= a.max_restarts) {
+      if (lost && a.max_restarts > 0) {
+        std::fprintf(stderr, "dtrain launch: %s; not restarting: --max-restarts %d used up\n", o.cause.c_str(),
+                     a.max_restarts);
+      }
+      return o.code;
+    }
+    std::fprintf(stderr,
+                 "dtrain launch: %s; restarting every task with its identity (restart %d of %d): they resume from "
+                 "the latest checkpoint in the model directory\n",
+                 o.cause.c_str(), restarts + 1, a.max_restarts);
+  }
 }
 
 }  // namespace dtrain::cli

@@ -18,6 +18,7 @@ struct LaunchArgs {
   int port_base = 0;        // 0: free ports picked by the system
   int threads = 0;          // --threads for every task; 0: launch divides its thread budget
   bool no_pin = false;      // never pin workers to their own CPUs (default: when the budget allows)
+  int max_restarts = 0;     // restarts of the whole cluster after a lost task
   std::string job;
   std::vector<std::string> overrides;   // --set, for reading run.threads
   std::vector<std::string> train_args;  // passed to every `dtrain train` (--set, --model-dir, ...)
@@ -34,6 +35,13 @@ struct LaunchArgs {
 // Starts the tasks, prefixes each output line with "[type index] ", forwards
 // SIGINT/SIGTERM to every task, and waits for all. Returns 0 when every task
 // succeeded, else the exit code of the first task that failed.
+//
+// max_restarts: when a task is lost (killed by a signal launch did not pass
+// on, or the cluster failed: exit code 4), every task ends (the coordination
+// service tells the survivors), then all start again with their identities
+// (type and index) on new ports and resume from the latest checkpoint of the
+// model directory, up to max_restarts times. Exact resume makes the result
+// the unfaulted run's. A stop signal, a config or a data error is not restarted.
 int run_launch(const LaunchArgs& args);
 
 // The job's own cluster addresses would take precedence over the TF_CONFIG
