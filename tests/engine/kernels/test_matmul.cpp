@@ -216,48 +216,6 @@ TEST_CASE("kernels::matmul names unsupported operand types") {
         "kernels::matmul does not implement a bf16 x b f32 -> c f32" + supported);
 }
 
-// Predict's guarantee: a row's bits do not depend on the rows beside it.
-// Without row_invariant oneDNN 2.6's AVX2 sgemm fails this (rows in a 1-3 row
-// tail of its 6-row groups, M = 1's gemv), so the AVX2-cap suite checks it.
-TEST_CASE("kernels::matmul row_invariant: a row's bits are the same in any batch and at any position") {
-  const int64_t rows = 150;
-  for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{3, 968}, {10, 128}, {128, 784}, {512, 512}}) {
-    for (bool tb : {false, true}) {
-      CAPTURE(n);
-      CAPTURE(k);
-      CAPTURE(tb);
-      const auto a = test::random_vector(static_cast<size_t>(rows * k), 41);
-      const auto b = test::random_vector(static_cast<size_t>(k * n), 42);
-      const auto bias = test::random_vector(static_cast<size_t>(n), 43);
-      MatmulShape s{rows, n, k, false, tb};
-      s.row_invariant = true;
-      std::vector<float> whole(static_cast<size_t>(rows * n));
-      matmul(s, a.data(), b.data(), bias.data(), whole.data());
-      CHECK(test::max_rel_error(whole, reference(s, a, b, bias.data())) < 1e-5);
-      for (const auto& [first, count] : std::vector<std::pair<int64_t, int64_t>>{
-               {0, 1}, {5, 1}, {3, 2}, {1, 7}, {2, 8}, {10, 30}, {7, 49}, {50, 97}, {1, 149}}) {
-        CAPTURE(first);
-        CAPTURE(count);
-        MatmulShape part = s;
-        part.m = count;
-        std::vector<float> c(static_cast<size_t>(count * n));
-        matmul(part, a.data() + first * k, b.data(), bias.data(), c.data());
-        CHECK(std::equal(c.begin(), c.end(), whole.begin() + first * n));
-      }
-    }
-  }
-}
-
-}  // namespace
-}  // namespace dtrain::kernels
-
-namespace dtrain::kernels {
-namespace {
-
-// Products large enough to be split in blocks over the team (a K split by
-// thread count in oneDNN's AVX2 GEMM once made the bits depend on it): the
-// same bits for 1, 2 and 3 threads, transposed A (blocks of its columns)
-// included, and the reference's values.
 TEST_CASE("kernels::matmul in blocks: the same bits for any thread count, and the reference's values") {
   const int saved = omp_get_max_threads();
   for (bool ta : {false, true}) {
