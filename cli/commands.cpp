@@ -219,6 +219,7 @@ int run_train(const Args& a) {
     ClusterRuntime::JoinOptions join;
     join.with_ps = strategy_traits(job->strategy).needs_ps_tasks;
     join.workers_may_die = strategy_traits(job->strategy).workers_may_die;
+    if (job->strategy.type == "collective") join.elastic_min_workers = job->strategy.elastic_min_workers;
     size_t tasks = 0;
     for (const auto& [type, addresses] : (*rc)->cluster.tasks) tasks += addresses.size();
     Logger startup(options.log_format, stderr);  // forming the cluster can take up to the timeout: say so at once

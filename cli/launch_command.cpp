@@ -130,6 +130,7 @@ struct Outcome {
   int code = 0;       // 0, or the exit code of the first task that failed (kCluster for one that died)
   std::string cause;  // that task and how it ended, e.g. "worker 1 (127.0.0.1:4242) was killed by SIGKILL"
   int forwarded = 0;  // the stop signal launch passed on (0: none)
+  std::vector<std::string> lost;  // workers lost without ending the training (strategy.elastic)
 };
 
 // Addresses for every task: --port-base's ports, else free loopback ports,
@@ -181,9 +182,11 @@ Status start_tasks(const LaunchArgs& a, const nlohmann::json& cluster, std::vect
 
 // Relays the tasks' output and the stop signals until every task has ended.
 // stops_cluster(t): whether t's failure ends the training (then launch stops
-// the tasks that do not end by themselves).
-template <class StopsCluster>
-Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const StopsCluster& stops_cluster) {
+// the tasks that do not end by themselves). may_be_lost(t): whether t's
+// death leaves the others training (strategy.elastic): it is no failure.
+template <class StopsCluster, class MayBeLost>
+Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const StopsCluster& stops_cluster,
+                    const MayBeLost& may_be_lost) {
   Outcome o;
   // After a task failed: when the rest get SIGTERM, then SIGKILL, if still running.
   std::optional<std::chrono::steady_clock::time_point> term_at, kill_at;
@@ -239,6 +242,12 @@ Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const 
           // error. The evaluator ends with a forwarded signal's default action
           // (it has nothing to save): not a failure.
           const bool died = t.exit_code > 128 && o.forwarded == 0;
+          if (died && may_be_lost(t)) {
+            std::fprintf(stderr, "dtrain launch: strategy.elastic: the other tasks go on without %s %d\n",
+                         t.type.c_str(), t.index);
+            o.lost.push_back(how);
+            continue;
+          }
           const bool evaluator_stopped = t.type == "evaluator" && o.forwarded != 0 && t.exit_code == 128 + o.forwarded;
           if (o.code == 0 && !evaluator_stopped) {
             o.code = died ? static_cast<int>(ExitCode::kCluster) : t.exit_code;
@@ -313,6 +322,11 @@ int run_launch(const LaunchArgs& a) {
     if (t.type == "evaluator") return false;
     return !(workers_may_die && t.type == "worker" && (a.chief || t.index > 0));
   };
+  // strategy.elastic: a worker other than the one hosting the coordination
+  // service may be lost; the survivors regroup (and stop by themselves,
+  // exit 4, when fewer than min_workers remain).
+  const bool elastic = job->strategy.type == "collective" && job->strategy.elastic_min_workers > 0;
+  auto may_be_lost = [&](const Task& t) { return elastic && t.type == "worker" && (a.chief || t.index > 0); };
   const std::string threads_line = share_threads(a, *job, tasks);
   for (int restarts = 0;; ++restarts) {
     nlohmann::json cluster;
@@ -320,10 +334,16 @@ int run_launch(const LaunchArgs& a) {
     std::fprintf(stderr, "dtrain launch: %zu tasks on 127.0.0.1: %s\n", tasks.size(), cluster.dump().c_str());
     if (restarts == 0) std::fprintf(stderr, "dtrain launch: %s\n", threads_line.c_str());
     if (Status s = start_tasks(a, cluster, tasks); !s) return fail(s.error());
-    const Outcome o = watch_tasks(tasks, signals, stops_cluster);
+    const Outcome o = watch_tasks(tasks, signals, stops_cluster, may_be_lost);
     if (o.code == 0) {
-      std::fprintf(stderr, "dtrain launch: all %zu tasks finished%s\n", tasks.size(),
-                   restarts == 0 ? "" : fmt::format(" (after {} restart{})", restarts, restarts == 1 ? "" : "s").c_str());
+      const std::string after =
+          restarts == 0 ? "" : fmt::format(" (after {} restart{})", restarts, restarts == 1 ? "" : "s");
+      if (o.lost.empty()) {
+        std::fprintf(stderr, "dtrain launch: all %zu tasks finished%s\n", tasks.size(), after.c_str());
+      } else {
+        std::fprintf(stderr, "dtrain launch: training finished%s on %zu of %zu tasks; lost along the way: %s\n",
+                     after.c_str(), tasks.size() - o.lost.size(), tasks.size(), fmt::format("{}", fmt::join(o.lost, "; ")).c_str());
+      }
       return 0;
     }
     // Only a lost task restarts the cluster: a stop, a config or data error

@@ -313,7 +313,7 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
   if (!shard.ok()) return shard.error();
   const int64_t count = shard->num_examples;
   const bool global = shard->used == "data";  // batches over every worker, cut into rows per worker
-  const int64_t order_batch = options.batch_plan().ordered(global);
+  const int64_t order_batch = options.ordered_batch(global);
   if (!spec.repeat && spec.drop_remainder && count < order_batch) {
     return config_error(fmt::format("{}drop_remainder leaves no batches: {} examples are fewer than the {}batch size {} ({})",
                                     prefix, count, global ? "global " : "", order_batch, source->describe()));

@@ -26,8 +26,16 @@ struct InputOptions {
   std::string name = "data";   // the spec's key in the job ("data.train"), for messages
   int num_workers = 1;         // workers reading this input together (spec.shard splits the examples)
   int worker_index = 0;        // this worker, in [0, num_workers)
+  // Elastic training after a lost worker: the rows of one batch over every
+  // worker, which the survivors split as evenly as they can (0: global_batch
+  // x num_workers, an equal share each).
+  int64_t rows_over_workers = 0;
   // The batch as the input sees it: per_process = global_batch, over num_workers.
   BatchPlan batch_plan() const { return BatchPlan{global_batch, 1, num_workers}; }
+  // The rows the input orders as one batch (BatchPlan::ordered).
+  int64_t ordered_batch(bool rows_across_workers) const {
+    return rows_across_workers && rows_over_workers > 0 ? rows_over_workers : batch_plan().ordered(rows_across_workers);
+  }
   // Text sources: the vocabulary giving token ids (the one saved with the
   // model); null: a text source builds one from its own files.
   std::shared_ptr<const TextVocabulary> vocabulary = nullptr;

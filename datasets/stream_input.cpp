@@ -330,7 +330,7 @@ Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, con
   if (!map) return map.error();
   parts.map = std::move(map.value());
   parts.threads = MapPool::resolve_threads(spec.num_parallel_calls);
-  parts.order_batch = options.batch_plan().ordered(policy == "data");
+  parts.order_batch = options.ordered_batch(policy == "data");
   if (policy == "data") {
     parts.workers = n;
     parts.worker = w;

@@ -231,6 +231,10 @@ class Estimator {
   // SIGUSR1, every task waits for the chief's checkpoint, the ps tasks are
   // stopped; returns the kStopped error that says so.
   Status stop_after_step(int stop_signal, bool multi_worker, bool chief);
+  // Elastic training, after the strategy's membership_lost(): regroups over
+  // the survivors and puts global_step_ and the input back at the step to
+  // redo (estimator/elastic_training.cpp).
+  Status regroup_after_loss(TrainingSetup& t);
   void log_conv_algorithms();
   // When a task received SIGUSR1: options_.on_requeue_signal for `checkpoint`, logged.
   void requeue(const std::string& checkpoint);
@@ -326,6 +330,9 @@ class Estimator {
   void log_threads();         // prints threads_line_ once
   int64_t global_step_ = 0;
   int64_t restored_input_position_ = 0;
+  // Elastic training after a lost worker: the global batch the survivors
+  // split (0: each worker's batch_size, as at the start).
+  int64_t elastic_global_rows_ = 0;
   std::string restored_input_state_;  // a streaming input's exact position; "" otherwise
   std::vector<std::string> stream_told_;  // the sources ("data.eval") whose stream decision was logged
   std::string last_checkpoint_;

@@ -142,7 +142,15 @@ Status Estimator::train_steps(bool evaluate_during) {
   stopped_by_requeue_signal_ = false;
   if (Status s = stop_before_first_step(t.multi_worker, t.chief); !s) return s;
 
+  ElasticLoop& elastic = t.elastic;
+  // Elastic training: a lost worker fails every collective of the step;
+  // the survivors regroup and go on from the last step all of them completed.
+  auto lost = [&] { return elastic.input != nullptr && strategy_->membership_lost(); };
   while (global_step_ < run.max_steps) {
+    if (elastic.input != nullptr) {
+      strategy_->keep_state(global_step_);
+      elastic.keep(global_step_, t.input->position());
+    }
     StepState s;
     s.step_before = global_step_;
     s.max_steps = run.max_steps;
@@ -160,6 +168,10 @@ Status Estimator::train_steps(bool evaluate_during) {
       const ProfileScope sync(s.profiler, "sync", "end of input");
       out_of_data = strategy_->any_worker(out_of_data);
     }
+    if (lost()) {
+      if (Status st = regroup_after_loss(t); !st) return st;
+      continue;
+    }
     if (out_of_data) {
       log_.warning(fmt::format("data.train ran out of examples at step {} (repeat: false); stopping early",
                                global_step_));
@@ -174,12 +186,25 @@ Status Estimator::train_steps(bool evaluate_during) {
       s.out = strategy_->train_step(b, global_step_, s.learning_rate);
       program_.profiler = nullptr;
     }
+    if (lost()) {
+      if (Status st = regroup_after_loss(t); !st) return st;
+      continue;
+    }
+    if (!elastic.pending.empty()) {
+      log_.info(fmt::format("{}; step {} done {:.2f} s after the loss was seen", elastic.pending, global_step_ + 1,
+                            seconds_since(elastic.lost_at)));
+      elastic.pending.clear();
+    }
     std::tie(s.comm_seconds, s.comm_exposed_seconds) = strategy_->last_comm_seconds();
     s.loss = s.out.loss_sum / static_cast<double>(s.out.examples);
     global_step_ = s.step = strategy_->global_step_after(global_step_);
     if (options_.cluster != nullptr) options_.cluster->client().set_steps_done(global_step_);  // named if it dies
     s.batch = &b;
     if (Status st = run_after_step(hooks, s); !st) return st;
+    if (lost()) {  // in a hook's agreement (a stop signal): this step is done, a survivor's may not be
+      if (Status st = regroup_after_loss(t); !st) return st;
+      continue;
+    }
     if (s.stop_signal != 0) return stop_after_step(s.stop_signal, t.multi_worker, t.chief);
     if (s.early_stop) {
       log_.end_progress();

@@ -135,6 +135,13 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   log_.end_progress();  // an error is printed on a clean line
   if (!input) return input.error();
   t.input = std::move(*input);
+  if (strategy_->elastic()) {
+    // A lost worker changes this worker's rows of each global batch: the
+    // input is opened again for the new split.
+    auto replaceable = std::make_unique<ReplaceableInput>(std::move(t.input));
+    t.elastic.input = replaceable.get();
+    t.input = std::move(replaceable);
+  }
   if (Status s = resolve_balanced_class_weights(train_spec, batch); !s) return s;
   // A streaming input continues from its saved state; without one (a worker
   // other than the chief, an older checkpoint) it replays the batches' records.

@@ -7,6 +7,7 @@
 
 #include "datasets/pipeline.hpp"
 #include "estimator/early_stopping.hpp"
+#include "estimator/elastic_training.hpp"
 #include "estimator/profile_report.hpp"
 
 namespace dtrain {
@@ -22,6 +23,7 @@ struct TrainingSetup {
   std::unique_ptr<EarlyStopping> early;  // eval.early_stopping of a local train_and_evaluate; null otherwise
   std::unique_ptr<ProfileWindow> profile;
   std::unique_ptr<Input> input;  // data.train, at the restored position
+  ElasticLoop elastic;           // strategy.elastic: what the loop keeps to go on after a lost worker
 };
 
 }  // namespace dtrain

@@ -55,6 +55,9 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
     }
   }
   options.timeout_secs = rc.timeout_secs;
+  options.elastic_min_workers = join.elastic_min_workers;
+  rt->elastic_min_workers_ = join.elastic_min_workers;
+  for (const CoordTask& t : rt->training_) rt->members_.push_back(t.id());
   const CoordTask& host = rt->training_[0];
   if (rt->rank_ == 0) {
     // Listen on every interface at the chief's port: its cluster address may
@@ -120,6 +123,52 @@ void ClusterRuntime::fail_after_comm_error(const Error& e) {
   std::fprintf(stderr, "dtrain: %s\n", e.message.c_str());
   std::fflush(stderr);
   _exit(static_cast<int>(ExitCode::kCluster));
+}
+
+}  // namespace dtrain
+
+namespace dtrain {
+
+bool ClusterRuntime::membership_superseded() {
+  return client_->get(membership_key(generation_ + 1), std::chrono::milliseconds(1)).ok();
+}
+
+Result<ClusterRuntime::Membership> ClusterRuntime::next_membership() {
+  const double heartbeat = rpc_time::default_heartbeat_secs(rc_.timeout_secs);
+  const auto wait = std::chrono::milliseconds(static_cast<int64_t>((rc_.timeout_secs + 3 * heartbeat + 3) * 1000));
+  Result<std::string> posted = client_->get(membership_key(generation_ + 1), wait);
+  if (!posted) return posted.error();
+  Membership m;
+  std::string value = *posted;
+  for (;;) {
+    ++generation_;
+    const size_t eol = value.find('\n');
+    m.reasons.push_back(value.substr(0, eol));
+    members_.clear();
+    for (size_t at = eol; at != std::string::npos && at + 1 <= value.size();) {
+      const size_t next = value.find('\n', at + 1);
+      members_.push_back(value.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+      at = next;
+    }
+    // Tasks lost at nearly the same moment: take the newest membership.
+    Result<std::string> newer = client_->get(membership_key(generation_ + 1), std::chrono::milliseconds(1));
+    if (!newer) break;
+    value = *newer;
+  }
+  m.generation = generation_;
+  const std::string self = CoordTask{rc_.task.type, rc_.task.index, rc_.address}.id();
+  for (const std::string& id : members_) {
+    for (const CoordTask& t : training_) {
+      if (t.id() != id) continue;
+      if (id == self) m.rank = static_cast<int>(m.tasks.size());
+      m.tasks.push_back(t);
+    }
+  }
+  if (m.rank < 0) {
+    return cluster_error(fmt::format("elastic membership {}: this task ({}) is no longer one of the training tasks",
+                                     generation_, self));
+  }
+  return m;
 }
 
 }  // namespace dtrain

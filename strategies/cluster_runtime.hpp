@@ -27,6 +27,8 @@ class ClusterRuntime {
   struct JoinOptions {
     bool with_ps = false;
     bool workers_may_die = false;
+    // strategy.elastic.min_workers (0: not elastic); see CoordinationOptions.
+    int64_t elastic_min_workers = 0;
   };
   static Result<std::unique_ptr<ClusterRuntime>> join(const ResolvedCluster& rc, const JoinOptions& options);
   ~ClusterRuntime();
@@ -53,6 +55,22 @@ class ClusterRuntime {
   // timeout_secs plus three heartbeats and 3 s, prints `e` and exits with code 4.
   [[noreturn]] void fail_after_comm_error(const Error& e);
 
+  // Elastic training: the training tasks after one or more were lost.
+  struct Membership {
+    int64_t generation = 0;
+    std::vector<std::string> reasons;  // one per task lost since the last membership taken
+    std::vector<CoordTask> tasks;      // the remaining training tasks, in rank order
+    int rank = -1;                     // this task's place among them
+  };
+  bool elastic() const { return elastic_min_workers_ > 0; }
+  // Waits (at most timeout_secs plus three heartbeats and 3 s) for the
+  // service to post a membership newer than the last one taken, then takes
+  // the newest posted so far. Errors are kCluster (none posted: the
+  // communication error had another cause).
+  Result<Membership> next_membership();
+  // Whether a membership newer than the last one taken has been posted.
+  bool membership_superseded();
+
  private:
   ClusterRuntime() = default;
   ResolvedCluster rc_;
@@ -60,6 +78,9 @@ class ClusterRuntime {
   int rank_ = -1;
   std::unique_ptr<CoordinationService> service_;
   std::unique_ptr<CoordinationClient> client_;
+  int64_t elastic_min_workers_ = 0;
+  int64_t generation_ = 0;            // the last membership generation taken
+  std::vector<std::string> members_;  // ids of the current training tasks, in rank order
 };
 
 // Host part of "host:port" ("" when there is no colon).

@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "engine/thread_errors.hpp"
+#include "strategies/coordination.hpp"
 #include "strategies/replica_step.hpp"
 
 namespace dtrain {
@@ -56,9 +59,14 @@ Status CollectiveStrategy::reduce_bucket(size_t bucket) {
   return Status::Ok();
 }
 
+void CollectiveStrategy::comm_failed(const Error& e) {
+  if (!elastic()) cluster_->fail_after_comm_error(e);
+  if (!lost_) lost_ = e;
+}
+
 void CollectiveStrategy::sum_over_workers(std::vector<double>& values) {
-  if (!comm_ || values.empty()) return;
-  if (Status s = comm_->all_reduce_sum(values.data(), values.size()); !s) cluster_->fail_after_comm_error(s.error());
+  if (!comm_ || values.empty() || lost_) return;
+  if (Status s = comm_->all_reduce_sum(values.data(), values.size()); !s) comm_failed(s.error());
 }
 
 bool CollectiveStrategy::any_worker(bool flag) {
@@ -73,8 +81,12 @@ StepOutput CollectiveStrategy::train_step(const Batch& batch, int64_t step, floa
   // may differ in size.
   std::vector<double> rows = {static_cast<double>(batch.size())};
   sum_over_workers(rows);
+  if (lost_) return StepOutput{};  // the step is done again over the survivors
   StepOutput out = mirrored_step(batch, step, lr, program_.grad_scale(static_cast<int64_t>(rows[0])));
-  if (auto e = reducer_->error()) cluster_->fail_after_comm_error(*e);
+  if (auto e = reducer_->error()) {
+    comm_failed(*e);
+    return StepOutput{};
+  }
   last_comm_ = {reducer_->cross_seconds(), reducer_->exposed_seconds()};
   // Loss and metrics over the global batch, for the chief's logs and summaries.
   std::vector<double> sums = {out.loss_sum, static_cast<double>(out.examples)};
@@ -120,6 +132,85 @@ std::vector<std::string> CollectiveStrategy::comm_report(const CommTotals& t) co
   return {fmt::format("cross-worker all-reduce: {:.2f} ms per step, {:.2f} ms of it not overlapped with "
                       "backward ({:.0f}% overlapped; mean over {} steps of {:.2f} ms)",
                       1e3 * t.seconds / steps, 1e3 * t.exposed_seconds / steps, overlapped, t.steps, t.step_ms)};
+}
+
+}  // namespace dtrain
+
+namespace dtrain {
+
+void CollectiveStrategy::keep_state(int64_t step) {
+  Kept& k = kept_[static_cast<size_t>(step % 2)];
+  const std::vector<Tensor*> now = state_tensors(0);
+  if (k.state.size() != now.size()) {
+    k.state.clear();
+    for (const Tensor* t : now) k.state.push_back(Tensor::empty(t->shape(), t->dtype(), t->device()));
+  }
+  for (size_t i = 0; i < now.size(); ++i) {
+    if (now[i]->bytes() > 0) k.state[i].copy_from(*now[i]);
+  }
+  k.loss_scale = program_.loss_scale;
+  k.step = step;
+}
+
+Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t completed) {
+  Regrouped r;
+  r.workers_before = num_workers();
+  // The communication thread releases the step's remaining buckets at once
+  // after a failure; it must be idle before its communicator goes.
+  try {
+    reducer_->wait_all(0);
+  } catch (const ErrorException&) {
+  }
+  for (;;) {
+    // Closing this worker's connections ends the collectives the other
+    // survivors may still wait in for it.
+    comm_.reset();
+    auto m = cluster_->next_membership();
+    if (!m) {
+      return cluster_error(fmt::format("{}; no new membership followed it: {}", lost_ ? lost_->message : "",
+                                       m.error().message));
+    }
+    r.lost.insert(r.lost.end(), m->reasons.begin(), m->reasons.end());
+    auto c = GlooComm::create(cluster_->client(), m->rank, static_cast<int>(m->tasks.size()), cluster_->bind_host(),
+                              cluster_->timeout_secs(), fmt::format("collective/gloo/{}/", m->generation),
+                              [this] { return cluster_->membership_superseded(); });
+    if (!c) {
+      if (cluster_->membership_superseded()) continue;  // another task lost meanwhile
+      return c.error();
+    }
+    comm_ = std::move(*c);
+    // The survivors may be one step apart (the last collective of a step
+    // completes on some ranks only): every one redoes from the earliest.
+    std::vector<double> done(static_cast<size_t>(comm_->size()), 0.0);
+    done[static_cast<size_t>(comm_->rank())] = static_cast<double>(completed);
+    if (Status s = comm_->all_reduce_sum(done.data(), done.size()); !s) {
+      if (cluster_->membership_superseded()) continue;
+      return s.error();
+    }
+    r.redo_step = static_cast<int64_t>(*std::min_element(done.begin(), done.end()));
+    break;
+  }
+  // The state kept at the start of the step to redo, when there is one; a
+  // worker without it has not begun that step yet (it was lost in the
+  // agreements after the step before, whose result it holds).
+  const Kept& k = kept_[static_cast<size_t>(r.redo_step % 2)];
+  if (k.step == r.redo_step) {
+    for (size_t rep = 0; rep < replicas_.size(); ++rep) {
+      const std::vector<Tensor*> dst = state_tensors(rep);
+      for (size_t i = 0; i < dst.size(); ++i) {
+        if (dst[i]->bytes() > 0) dst[i]->copy_from(k.state[i]);
+      }
+    }
+    program_.loss_scale = k.loss_scale;
+  } else if (r.redo_step != completed) {
+    return cluster_error(fmt::format("elastic: the survivors redo step {}, whose state this worker (at step {}) no "
+                                     "longer holds",
+                                     r.redo_step, completed));
+  }
+  lost_.reset();
+  r.workers = comm_->size();
+  r.rank = comm_->rank();
+  return r;
 }
 
 }  // namespace dtrain

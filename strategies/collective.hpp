@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "strategies/cluster_runtime.hpp"
@@ -32,17 +33,34 @@ class CollectiveStrategy final : public MirroredStrategy {
   std::pair<double, double> last_comm_seconds() const override { return last_comm_; }
   std::vector<std::string> comm_report(const CommTotals& totals) const override;
 
+  bool elastic() const override { return comm_ != nullptr && cluster_ != nullptr && cluster_->elastic(); }
+  void keep_state(int64_t step) override;
+  bool membership_lost() const override { return lost_.has_value(); }
+  Result<Regrouped> regroup(int64_t completed) override;
+
  private:
   // Bucket `bucket` of replica 0's gradients summed over the workers.
   Status reduce_bucket(size_t bucket);
   // Sums `values` over the workers; a failure ends the process (see
-  // ClusterRuntime::fail_after_comm_error).
+  // ClusterRuntime::fail_after_comm_error), or when elastic marks the
+  // membership lost (`values` keep this worker's own).
   void sum_over_workers(std::vector<double>& values);
+  // A collective failed: elastic training regroups, else the process ends.
+  void comm_failed(const Error& e);
 
   ClusterRuntime* cluster_;
   std::unique_ptr<GlooComm> comm_;
   std::vector<std::vector<float>> flat_;  // per bucket, used by the communication thread only
   std::pair<double, double> last_comm_{0, 0};
+  // Elastic training: the first collective error since the last regroup,
+  // and the state at the start of the last two steps.
+  std::optional<Error> lost_;
+  struct Kept {
+    int64_t step = -1;
+    std::vector<Tensor> state;  // state_tensors(0)'s copies
+    LossScale loss_scale{false};
+  };
+  Kept kept_[2];
 };
 
 }  // namespace dtrain

@@ -42,7 +42,20 @@ struct CoordinationOptions {
   double timeout_secs = 60;  // rendezvous deadline, heartbeat timeout, barrier and get() deadline
   // Interval between heartbeats; 0 means timeout_secs / 10 clamped to [0.2, 5] s.
   double heartbeat_secs = 0;
+  // Elastic training (strategy.elastic.min_workers > 0): after the
+  // rendezvous, a training task other than the first (the service's host)
+  // that dies does not fail the cluster while at least this many training
+  // tasks remain: the service posts the new membership instead (see
+  // membership_key()). 0: any training task's death fails the cluster.
+  int64_t elastic_min_workers = 0;
 };
+
+// Elastic training: the key-value entry in which the service posts
+// membership generation `generation` (1, 2, ...: one per lost task). Its
+// value is the reason on the first line (the lost task, how, after which
+// step), then the id() of every remaining training task in rank order, one
+// per line.
+std::string membership_key(int64_t generation);
 
 // The service, run inside the chief's process.
 class CoordinationService {

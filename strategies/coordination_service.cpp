@@ -296,9 +296,9 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
           if (st.observer) {
             dead_observers_.push_back(st.task.label());
           } else {
-            fail(fmt::format("{} ended without leaving the cluster{} (the process exited or was killed: its "
-                             "connection to the coordination service closed)",
-                             st.task.label(), after_step(st)));
+            lose(st, fmt::format("{} ended without leaving the cluster{} (the process exited or was killed: its "
+                                 "connection to the coordination service closed)",
+                                 st.task.label(), after_step(st)));
           }
           return grpc::Status::CANCELLED;
         }
@@ -320,6 +320,10 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   std::vector<std::string> missing(Pred present) const {
     std::vector<std::string> out;
     for (const CoordTask& t : options_.training_tasks) {
+      if (generation_ > 0) {  // elastic: a lost task is no longer waited for
+        auto it = tasks_.find(t.id());
+        if (it != tasks_.end() && it->second.dead) continue;
+      }
       if (!present(t.id())) out.push_back(t.label());
     }
     return out;
@@ -336,6 +340,35 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   // Records the cluster's first failure and wakes every long-poll. REQUIRES: mu_ held.
   void fail(std::string message) {
     if (failure_.empty()) failure_ = std::move(message);
+    cv_.notify_all();
+  }
+
+  // A training task died (st.dead is set): the cluster fails, unless the
+  // job is elastic, the rendezvous is over, the task is not the service's
+  // host and enough training tasks remain: then the next membership
+  // generation is posted (membership_key) and training goes on over the
+  // rest. REQUIRES: mu_ held.
+  void lose(const TaskState& st, const std::string& why) {
+    const int64_t min_workers = options_.elastic_min_workers;
+    if (min_workers <= 0 || !rendezvous_done_ || !failure_.empty()) {
+      fail(why);
+      return;
+    }
+    std::vector<std::string> alive;
+    for (const CoordTask& t : options_.training_tasks) {
+      auto it = tasks_.find(t.id());
+      if (it != tasks_.end() && !it->second.dead && !it->second.observer) alive.push_back(t.id());
+    }
+    const bool host = !options_.training_tasks.empty() && st.task.id() == options_.training_tasks.front().id();
+    if (host || static_cast<int64_t>(alive.size()) < min_workers) {
+      fail(host ? why
+                : fmt::format("{}; {} of the {} training tasks remain, fewer than strategy.elastic.min_workers {}",
+                              why, alive.size(), options_.training_tasks.size(), min_workers));
+      return;
+    }
+    std::string value = why;
+    for (const std::string& id : alive) value += "\n" + id;
+    kv_[membership_key(++generation_)] = value;
     cv_.notify_all();
   }
 
@@ -360,8 +393,8 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         if (st.observer) dead_observers_.push_back(st.task.label());
         if (!st.observer) {
           const std::string since = st.steps_done > 0 ? fmt::format(" since step {}", st.steps_done) : "";
-          fail(fmt::format("{} sent no heartbeat for {} s{} (the process died or hung)", st.task.label(),
-                           format_secs(options_.timeout_secs), since));
+          lose(st, fmt::format("{} sent no heartbeat for {} s{} (the process died or hung)", st.task.label(),
+                               format_secs(options_.timeout_secs), since));
         }
       }
     }
@@ -386,6 +419,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   std::map<std::string, Agreement> agreements_;             // GUARDED_BY(mu_), in progress, by name
   std::string failure_;                                     // GUARDED_BY(mu_)
   bool rendezvous_done_ = false;                            // GUARDED_BY(mu_)
+  int64_t generation_ = 0;                                  // GUARDED_BY(mu_), elastic memberships posted
   int64_t attach_count_ = 0;                                // GUARDED_BY(mu_), attach streams opened
   bool stopping_ = false;                                   // GUARDED_BY(mu_)
 
@@ -401,6 +435,8 @@ Result<std::unique_ptr<CoordinationService>> CoordinationService::start(const st
   if (!port.ok()) return port.error();
   return std::unique_ptr<CoordinationService>(new CoordinationService(std::move(impl)));
 }
+
+std::string membership_key(int64_t generation) { return fmt::format("elastic/membership/{}", generation); }
 
 CoordinationService::CoordinationService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 

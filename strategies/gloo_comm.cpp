@@ -16,6 +16,8 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -37,8 +39,9 @@ struct StoreError : std::runtime_error {
 // Gloo's rendezvous store over the coordination service; keys get `prefix`/.
 class CoordStore final : public gloo::rendezvous::Store {
  public:
-  CoordStore(CoordinationClient& client, std::string prefix, std::chrono::milliseconds timeout)
-      : client_(client), prefix_(std::move(prefix)), timeout_(timeout) {}
+  CoordStore(CoordinationClient& client, std::string prefix, std::chrono::milliseconds timeout,
+             std::function<bool()> superseded)
+      : client_(client), prefix_(std::move(prefix)), timeout_(timeout), superseded_(std::move(superseded)) {}
 
   void set(const std::string& key, const std::vector<char>& data) override {
     Status s = client_.set(full(key), std::string(data.begin(), data.end()));
@@ -56,8 +59,21 @@ class CoordStore final : public gloo::rendezvous::Store {
   // Gloo waits for one peer's key at a time; each wait gets the whole timeout.
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
     for (const std::string& key : keys) {
-      Result<std::string> v = client_.get(full(key), timeout);
-      if (!v.ok()) throw StoreError(v.error());
+      if (!superseded_) {
+        Result<std::string> v = client_.get(full(key), timeout);
+        if (!v.ok()) throw StoreError(v.error());
+        continue;
+      }
+      // Elastic: a peer lost while the group forms never sets its key.
+      const auto deadline = std::chrono::steady_clock::now() + timeout;
+      for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        Result<std::string> v = client_.get(full(key), std::clamp(left, std::chrono::milliseconds(1),
+                                                                  std::chrono::milliseconds(100)));
+        if (v.ok()) break;
+        if (superseded_()) throw StoreError(cluster_error("another task was lost while the group formed"));
+        if (left.count() <= 0) throw StoreError(v.error());
+      }
     }
   }
 
@@ -67,6 +83,7 @@ class CoordStore final : public gloo::rendezvous::Store {
   CoordinationClient& client_;
   const std::string prefix_;
   const std::chrono::milliseconds timeout_;
+  const std::function<bool()> superseded_;
 };
 
 }  // namespace
@@ -215,7 +232,7 @@ class GlooComm::Impl {
 
 Result<std::unique_ptr<GlooComm>> GlooComm::create(CoordinationClient& client, int rank, int size,
                                                    const std::string& bind_host, double timeout_secs,
-                                                   const std::string& prefix) {
+                                                   const std::string& prefix, std::function<bool()> superseded) {
   if (size < 1 || rank < 0 || rank >= size) {
     return cluster_error(fmt::format("gloo: rank {} is not a rank of a communicator of size {}", rank, size));
   }
@@ -226,7 +243,7 @@ Result<std::unique_ptr<GlooComm>> GlooComm::create(CoordinationClient& client, i
     std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(timeout);
-    CoordStore store(client, prefix, timeout);
+    CoordStore store(client, prefix, timeout, std::move(superseded));
     context->connectFullMesh(store, device);
     return std::unique_ptr<GlooComm>(new GlooComm(std::make_unique<Impl>(std::move(context), timeout)));
   } catch (const StoreError& e) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,9 +20,13 @@ class GlooComm {
   // spec; "" = the hostname). Store keys are prefixed with `prefix` so
   // several contexts can coexist. Every collective fails instead of blocking
   // longer than timeout_secs. Errors are kCluster.
+  // `superseded` (elastic training): polled while waiting for a peer's
+  // address; when it returns true the wait ends with a kCluster error (a
+  // peer was lost while the group formed).
   static Result<std::unique_ptr<GlooComm>> create(CoordinationClient& client, int rank, int size,
                                                   const std::string& bind_host, double timeout_secs,
-                                                  const std::string& prefix);
+                                                  const std::string& prefix,
+                                                  std::function<bool()> superseded = {});
   ~GlooComm();
   int rank() const;
   int size() const;

@@ -246,7 +246,39 @@ StrategyTraits strategy_traits(const StrategySpec& spec) {
   return {};
 }
 
+namespace {
+
+// strategy.elastic: collective only (every worker holds all the state the
+// survivors need), and nothing else that spans the workers.
+Status check_elastic(const JobSpec& job, ClusterRuntime* cluster) {
+  const int64_t min_workers = job.strategy.elastic_min_workers;
+  if (min_workers <= 0) return Status::Ok();
+  if (job.strategy.type != "collective") {
+    return config_error(fmt::format("{}: strategy.elastic.min_workers: elastic training needs strategy.type: "
+                                    "collective (each worker holds every variable, so the survivors go on alone), "
+                                    "not {}; remove elastic or use collective",
+                                    job.source_path, job.strategy.type));
+  }
+  for (const LayerSpec& l : job.model.layers) {
+    if (is_synchronised_batch_norm(l)) {
+      return config_error(fmt::format("{}: {} (batch_norm) has sync: true, whose statistics are summed over the "
+                                      "workers, and strategy.elastic does not regroup them yet; use sync: false or "
+                                      "remove strategy.elastic",
+                                      l.where, l.name));
+    }
+  }
+  if (cluster != nullptr && cluster->is_training_task() && cluster->size() < min_workers) {
+    return config_error(fmt::format("{}: strategy.elastic.min_workers: {} is more than the cluster's {} training "
+                                    "task(s) (the chief and the workers)",
+                                    job.source_path, min_workers, cluster->size()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
+  if (Status s = check_elastic(job, cluster); !s) return s.error();
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
   if (Status s = check_precision(job, program, devices_of(*devices)); !s) return s.error();

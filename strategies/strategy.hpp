@@ -107,6 +107,31 @@ class Strategy {
   // except for asynchronous parameter servers, where every worker's update
   // advances it and the ps report where it is.
   virtual int64_t global_step_after(int64_t step) const { return step + 1; }
+  // Elastic training (collective with strategy.elastic.min_workers): the
+  // loop keeps the state at the start of each step; when a worker is lost,
+  // every collective of the step fails and membership_lost() turns true;
+  // regroup() then forms the group of the survivors and rolls back to the
+  // state of the first step not completed by every one of them.
+  virtual bool elastic() const { return false; }
+  // Keeps this process's state at the start of `step` in memory (variables,
+  // slots, the loss scale); the last two steps' are kept.
+  virtual void keep_state(int64_t step) { (void)step; }
+  // True once a collective failed because a worker was lost: nothing
+  // computed since the last kept state may be used or saved.
+  virtual bool membership_lost() const { return false; }
+  struct Regrouped {
+    int64_t redo_step = 0;             // the step the survivors train next
+    std::vector<std::string> lost;     // who was lost, how, after which step
+    int workers = 0, rank = 0;         // the new group and this process's place in it
+    int workers_before = 0;
+  };
+  // After membership_lost(): `completed` is the number of steps this
+  // process finished. Restores the state kept for the returned redo_step.
+  // Errors are kCluster (too few workers left, the group could not form).
+  virtual Result<Regrouped> regroup(int64_t completed) {
+    (void)completed;
+    return Error{ErrorKind::kCluster, "this strategy is not elastic"};
+  }
   // Seconds the last train_step spent in cross-worker communication, and the
   // part of it not overlapped with backward (0 for single-process strategies).
   virtual std::pair<double, double> last_comm_seconds() const { return {0, 0}; }

@@ -138,6 +138,19 @@ std::span<const Field> partition_fields() {
   return kFields;
 }
 
+std::span<const Field> elastic_fields() {
+  static const Field kFields[] = {
+      field<&StrategySpec::elastic_min_workers>(
+          "min_workers",
+          "collective: when a worker process is lost (killed, crashed, its node gone), the others go on without it "
+          "from the state they hold in memory, the global batch split over the survivors, while at least this many "
+          "training tasks (the chief and the workers) remain; below, the cluster stops with exit code 4. 0: not "
+          "elastic (a lost worker stops the cluster). The chief, which hosts the coordination service, cannot be lost.")
+          .min(0),
+  };
+  return kFields;
+}
+
 }  // namespace
 
 std::span<const Field> strategy_fields() {
@@ -195,6 +208,9 @@ std::span<const Field> strategy_fields() {
                                 "parameter_server: splitting large variables along dimension 0 over several ps tasks "
                                 "(TensorFlow's min_max_variable_partitioner).",
                                 partition_fields),
+      field_group<StrategySpec>("elastic",
+                                "collective: training that survives the loss of worker processes (see min_workers).",
+                                elastic_fields),
   };
   return kFields;
 }

@@ -128,6 +128,10 @@ struct StrategySpec {
   std::string mode = "async";           // parameter_server: async | sync
   int64_t partition_max_shards = 1;     // parameter_server: shards per variable, at most
   double partition_min_shard_mb = 0.25; // parameter_server: a shard holds at least this much
+  // collective: training goes on over the surviving workers when one is
+  // lost, while at least this many training tasks remain (0: not elastic, a
+  // lost worker stops the cluster).
+  int64_t elastic_min_workers = 0;
 };
 
 struct SyntheticSpec {

@@ -356,6 +356,8 @@ strategy:
   partition:
     max_shards: 1
     min_shard_mb: 0.25
+  elastic:
+    min_workers: 0
 cluster:
   chief: []
   worker: []

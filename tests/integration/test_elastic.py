@@ -1,0 +1,128 @@
+"""strategy.elastic: a 4-worker collective mnist_cnn (shuffle and dropout on,
+run.deterministic, 16-row micro-batches) under dtrain launch loses workers to
+kill -9 and goes on over the survivors without a restart or a checkpoint
+read: the survivors regroup, roll back to the last step every one of them
+completed and split the same global batch. Two of four lost at once: the
+final checkpoint has the bits of the run in which nothing failed (2 x 32 rows
+add the same micro-batch sums in the same order as 4 x 16). Losses one after
+another, fewer than min_workers left, and jobs that cannot be elastic."""
+import os
+import random
+import re
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from conftest import SOURCE_ROOT, dtrain_bin
+from test_cluster import clean_env
+from test_launch_restarts import checkpoint, task_pid, wait_for
+
+JOB = SOURCE_ROOT / "sample_configs/mnist_cnn_collective.yaml"
+STEPS = 60
+SETTINGS = [f"run.max_steps={STEPS}", "run.save_checkpoints_steps=10", "run.keep_checkpoint_max=20",
+            "run.deterministic=true", "run.log_step_count_steps=10", "data.train.batch_size=16",
+            "run.micro_batch_rows=16", "strategy.elastic.min_workers=2"]
+
+
+def launch(model_dir, *extra, workers=4):
+    args = [dtrain_bin(), "launch", "--workers", str(workers), str(JOB), "--model-dir", str(model_dir), "--no-eval",
+            "--log-format", "plain"]
+    for s in SETTINGS:
+        args += ["--set", s]
+    args += extra  # after SETTINGS: a later --set wins
+    return subprocess.Popen(args, cwd=SOURCE_ROOT, env=clean_env(), stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def unfaulted(tmp_path_factory):
+    model_dir = tmp_path_factory.mktemp("unfaulted")
+    proc = launch(model_dir)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert "elastic:" not in err
+    return load_file(str(checkpoint(model_dir, STEPS)))
+
+
+def regroup_lines(err, worker):
+    return re.findall(rf"^\[worker {worker}\] elastic: (.*)$", err, re.M)
+
+
+def test_two_of_four_lost_at_once_the_survivors_go_on_with_the_unfaulted_runs_bits(unfaulted, tmp_path):
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir)
+    wait_for(checkpoint(model_dir, 20), proc)
+    time.sleep(random.uniform(0.0, 1.0))  # at a random moment of a step past the checkpoint
+    victims = [task_pid(proc, "worker", 2), task_pid(proc, "worker", 3)]
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    for index in (2, 3):
+        assert re.search(rf"dtrain launch: worker {index} \(127\.0\.0\.1:\d+\) was killed by SIGKILL\n"
+                         rf"dtrain launch: strategy\.elastic: the other tasks go on without worker {index}", err)
+    assert "restarting" not in err and "resuming from" not in err
+    assert re.search(r"dtrain launch: training finished on 2 of 4 tasks; lost along the way: worker \d", err), err[-2000:]
+    for worker, rows in ((0, "0..31"), (1, "32..63")):
+        [line] = regroup_lines(err, worker)
+        assert "worker 2 (127.0.0.1:" in line and "worker 3 (127.0.0.1:" in line, line
+        assert "ended without leaving the cluster" in line, line
+        m = re.search(rf"2 of 4 workers go on from step (\d+) \(.*\), the global batch 64 split 2 x 32, this worker "
+                      rf"rank {worker} with rows {rows}; step (\d+) done ([0-9.]+) s after the loss was seen", line)
+        assert m, line
+        assert int(m.group(1)) >= 20 and int(m.group(2)) == int(m.group(1)) + 1
+        assert float(m.group(3)) < 5.0  # the issue's target for mnist_cnn on loopback
+    final = load_file(str(checkpoint(model_dir, STEPS)))
+    assert final.keys() == unfaulted.keys()
+    for name in final:
+        assert np.array_equal(final[name], unfaulted[name]), name
+
+
+def test_losses_one_after_another_each_regroup_and_training_finishes(tmp_path):
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir)
+    for step, victim in ((10, 3), (30, 1)):
+        wait_for(checkpoint(model_dir, step), proc)
+        os.kill(task_pid(proc, "worker", victim), signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    first, second = regroup_lines(err, 0)
+    assert re.search(r"^worker 3 .*; 3 of 4 workers go on from step \d+ .*the global batch 64 split 21 \+ 21 \+ 22, "
+                     r"this worker rank 0 with rows 0\.\.20", first), first
+    assert re.search(r"^worker 1 .*; 2 of 3 workers go on from step \d+ .*split 2 x 32, this worker rank 0", second), second
+    # Worker 2 was rank 2 of 3, then rank 1 of 2.
+    assert [re.search(r"rank (\d) with rows (\S+);", l).groups() for l in regroup_lines(err, 2)] == [
+        ("2", "42..63"), ("1", "32..63")]
+    assert "training finished at step 60; checkpoint" in err
+    final = load_file(str(checkpoint(model_dir, STEPS)))
+    assert all(np.isfinite(t).all() for t in final.values())
+
+
+def test_fewer_than_min_workers_left_stops_the_cluster_with_exit_4(tmp_path):
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir, "--set", "strategy.elastic.min_workers=3", "--set", "run.max_steps=100000")
+    wait_for(checkpoint(model_dir, 10), proc)
+    victims = [task_pid(proc, "worker", 1), task_pid(proc, "worker", 2)]
+    for pid in victims:
+        os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 4, err[-3000:]
+    assert re.search(r"2 of the 4 training tasks remain, fewer than strategy\.elastic\.min_workers 3", err), err[-3000:]
+    # What was saved stays readable.
+    for ckpt in model_dir.glob("model.ckpt-*.safetensors"):
+        load_file(str(ckpt))
+
+
+def test_a_job_that_cannot_be_elastic_is_a_config_error(tmp_path):
+    proc = launch(tmp_path / "run", "--set", "strategy.elastic.min_workers=5")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err[-3000:]
+    assert re.search(r"strategy\.elastic\.min_workers: 5 is more than the cluster's 4 training task", err), err[-3000:]
+    run = subprocess.run([dtrain_bin(), "train", str(JOB), "--model-dir", str(tmp_path / "one"), "--set",
+                          "strategy.type=mirrored", "--set", "strategy.elastic.min_workers=2"],
+                         cwd=SOURCE_ROOT, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2, run.stderr[-3000:]
+    assert re.search(r"strategy\.elastic\.min_workers: elastic training needs strategy\.type: collective", run.stderr)
