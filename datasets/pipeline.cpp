@@ -38,6 +38,7 @@ struct PipelineParts {
   // which this worker takes rows [n*worker/workers, n*(worker+1)/workers).
   int workers = 1;
   int worker = 0;
+  std::vector<int64_t> row_cuts;  // InputOptions::row_cuts
 };
 
 // f (B, example...) float32 as int32 ids; a kData error at the first value
@@ -77,6 +78,7 @@ class PipelineInput final : public Input {
         prefix_(std::move(parts.prefix)),
         workers_(parts.workers),
         worker_(parts.worker),
+        row_cuts_(parts.row_cuts),
         prefetch_(prefetch),
         pool_(parts.threads > 1 ? std::make_unique<MapPool>(parts.threads) : nullptr) {}
 
@@ -139,8 +141,8 @@ class PipelineInput final : public Input {
       // than the workers ends the input for every worker alike.
       const auto n = static_cast<int64_t>(ids.size());
       if (n < workers_) return std::optional<Batch>();
-      offset = n * worker_ / workers_;
-      const int64_t end = n * (worker_ + 1) / workers_;
+      const auto [begin, end] = worker_rows(n, workers_, worker_, row_cuts_);
+      offset = begin;
       ids = std::vector<int64_t>(ids.begin() + offset, ids.begin() + end);
       epochs = std::vector<int64_t>(epochs.begin() + offset, epochs.begin() + end);
     }
@@ -244,6 +246,7 @@ class PipelineInput final : public Input {
   const std::vector<std::string> input_names_;  // InputOptions::input_names
   const std::string prefix_;
   const int workers_, worker_;  // see PipelineParts
+  const std::vector<int64_t> row_cuts_;
   const int64_t prefetch_;  // queue capacity; 0 = synchronous
   int64_t position_ = 0;    // batches returned by next(); consumer thread only
   const std::unique_ptr<MapPool> pool_;     // nullptr: one thread; used by whichever thread runs produce()
@@ -369,6 +372,7 @@ Result<std::unique_ptr<Input>> make_pipeline(SourcePtr source, const DataSourceS
   if (global) {
     parts.workers = options.num_workers;
     parts.worker = options.worker_index;
+    parts.row_cuts = options.row_cuts;
   }
   // The input order is begin .. begin+count-1 unless file sharding or interleave change it.
   if (shard->used == "file" || (spec.interleave && shard->files.size() > 1)) {

@@ -30,6 +30,10 @@ struct InputOptions {
   // worker, which the survivors split as evenly as they can (0: global_batch
   // x num_workers, an equal share each).
   int64_t rows_over_workers = 0;
+  // With it, where each worker's rows of such a batch begin (num_workers + 1
+  // boundaries; empty: as even as the rows allow). A shorter last batch is
+  // cut evenly.
+  std::vector<int64_t> row_cuts{};
   // The batch as the input sees it: per_process = global_batch, over num_workers.
   BatchPlan batch_plan() const { return BatchPlan{global_batch, 1, num_workers}; }
   // The rows the input orders as one batch (BatchPlan::ordered).

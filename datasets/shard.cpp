@@ -59,4 +59,10 @@ Result<ShardChoice> shard_files(std::vector<std::vector<int64_t>> files, const s
   return out;
 }
 
+std::pair<int64_t, int64_t> worker_rows(int64_t rows, int workers, int worker, const std::vector<int64_t>& cuts) {
+  const auto w = static_cast<size_t>(worker);
+  if (cuts.size() == static_cast<size_t>(workers) + 1 && cuts.back() == rows) return {cuts[w], cuts[w + 1]};
+  return {rows * worker / workers, rows * (worker + 1) / workers};
+}
+
 }  // namespace dtrain

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/base/status.hpp"
@@ -43,5 +44,10 @@ struct ShardChoice {
 // REQUIRES: 0 <= worker_index < num_workers.
 Result<ShardChoice> shard_files(std::vector<std::vector<int64_t>> files, const std::string& policy, int num_workers,
                                 int worker_index, const std::string& prefix);
+
+// Worker `worker`'s rows [begin, end) of a global batch of `rows` over
+// `workers`: cuts[worker] .. cuts[worker + 1] when the batch is as long as
+// cuts.back(), else rows * worker / workers .. rows * (worker + 1) / workers.
+std::pair<int64_t, int64_t> worker_rows(int64_t rows, int workers, int worker, const std::vector<int64_t>& cuts);
 
 }  // namespace dtrain

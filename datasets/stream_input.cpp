@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <future>
+#include <tuple>
 #include <utility>
 
 #include "datasets/example_decode.hpp"
@@ -20,6 +21,7 @@
 #include "datasets/map_pool.hpp"
 #include "datasets/prefetch.hpp"
 #include "datasets/read_ahead.hpp"
+#include "datasets/shard.hpp"
 #include "datasets/record_stream.hpp"
 #include "datasets/source.hpp"
 #include "datasets/stream_choice.hpp"
@@ -38,6 +40,7 @@ struct StreamParts {
   int threads = 1;
   int64_t order_batch = 1;  // records per batch of the stream (global with shard: data)
   int workers = 1, worker = 0;  // rows of each batch: shard: data's cut
+  std::vector<int64_t> row_cuts;  // InputOptions::row_cuts
   bool drop_remainder = false;
   float scale = 1.0f;
   int64_t prefetch = 0;
@@ -188,8 +191,7 @@ class StreamInput final : public Input {
     int64_t lo = 0, hi = n;
     if (parts_.workers > 1 && n > 0) {
       if (n < parts_.workers) return std::optional<Batch>();  // as the in-memory pipeline
-      lo = n * parts_.worker / parts_.workers;
-      hi = n * (parts_.worker + 1) / parts_.workers;
+      std::tie(lo, hi) = worker_rows(n, parts_.workers, parts_.worker, parts_.row_cuts);
     }
     if (hi == lo) return std::optional<Batch>();
     const int64_t b = hi - lo;
@@ -334,6 +336,7 @@ Result<std::unique_ptr<Input>> make_stream_input(const DataSourceSpec& spec, con
   if (policy == "data") {
     parts.workers = n;
     parts.worker = w;
+    parts.row_cuts = options.row_cuts;
   }
   parts.drop_remainder = spec.drop_remainder;
   parts.scale = static_cast<float>(spec.scale);

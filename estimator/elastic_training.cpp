@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "estimator/elastic_training.hpp"
 #include "estimator/estimator.hpp"
 #include "estimator/train_setup.hpp"
@@ -15,7 +17,10 @@ Status Estimator::regroup_after_loss(TrainingSetup& t) {
   e.lost_at = std::chrono::steady_clock::now();
   log_.end_progress();
   const int64_t completed = global_step_;
-  auto r = strategy_->regroup(completed);
+  // The same global batch, split over the survivors.
+  if (elastic_global_rows_ == 0) elastic_global_rows_ = t.global_batch;
+  const int64_t rows = elastic_global_rows_;
+  auto r = strategy_->regroup(completed, rows);
   if (!r) return r.error();
   // Not kept: this worker was lost in the agreements after the step before
   // (the strategy checked), and its input is at the step's start.
@@ -26,22 +31,25 @@ Status Estimator::regroup_after_loss(TrainingSetup& t) {
                                      "{}) no longer holds",
                                      r->redo_step, completed));
   }
-  // The same global batch, split over the survivors (as evenly as the rows allow).
-  if (elastic_global_rows_ == 0) elastic_global_rows_ = t.global_batch;
-  const int64_t rows = elastic_global_rows_, n = r->workers, w = r->rank;
+  const int64_t n = r->workers, w = r->rank;
+  elastic_row_cuts_ = r->row_cuts;
   auto input = open_input(*job_.data.train, "train", rows / n, vocabulary_, true);
   if (!input) return input.error();
   if (Status s = (*input)->restore(*position); !s) return s;
   e.input->replace(std::move(*input));
   global_step_ = r->redo_step;
-  // The input cuts worker k's rows [G k / n, G (k + 1) / n) of each global batch of G.
   std::vector<int64_t> sizes;
-  for (int64_t k = 0; k < n; ++k) sizes.push_back(rows * (k + 1) / n - rows * k / n);
-  const std::string split = rows % n == 0 ? fmt::format("{} x {}", n, rows / n) : fmt::format("{}", fmt::join(sizes, " + "));
+  const std::vector<int64_t>& cuts = r->row_cuts;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) sizes.push_back(cuts[k + 1] - cuts[k]);
+  const bool equal = std::all_of(sizes.begin(), sizes.end(), [&](int64_t v) { return v == sizes[0]; });
+  std::string split = equal ? fmt::format("{} x {}", n, sizes[0]) : fmt::format("{}", fmt::join(sizes, " + "));
+  if (program_.micro_batch_rows > 0 && cuts.back() % program_.micro_batch_rows == 0 && !equal) {
+    split += fmt::format(" (whole micro-batches of {}, in ranges of the one_device sum's tree)", program_.micro_batch_rows);
+  }
   e.pending = fmt::format("elastic: {}; {} of {} workers go on from step {} (the last step every one of them "
                           "completed), the global batch {} split {}, this worker rank {} with rows {}..{}",
-                          fmt::join(r->lost, "; "), n, r->workers_before, r->redo_step, rows, split, w, rows * w / n,
-                          rows * (w + 1) / n - 1);
+                          fmt::join(r->lost, "; "), n, r->workers_before, r->redo_step, rows, split, w,
+                          cuts[static_cast<size_t>(w)], cuts[static_cast<size_t>(w) + 1] - 1);
   return Status::Ok();
 }
 

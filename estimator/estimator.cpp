@@ -202,6 +202,7 @@ Result<std::unique_ptr<Input>> Estimator::open_input(const DataSourceSpec& spec,
     input_options.num_workers = strategy_->num_workers();
     input_options.worker_index = strategy_->worker_index();
     input_options.rows_over_workers = elastic_global_rows_;
+    input_options.row_cuts = elastic_row_cuts_;
   }
   input_options.vocabulary = std::move(vocabulary);
   if (spec.format == "csv") input_options.tabular = tabular_;

@@ -333,6 +333,7 @@ class Estimator {
   // Elastic training after a lost worker: the global batch the survivors
   // split (0: each worker's batch_size, as at the start).
   int64_t elastic_global_rows_ = 0;
+  std::vector<int64_t> elastic_row_cuts_;  // and where each survivor's rows begin
   std::string restored_input_state_;  // a streaming input's exact position; "" otherwise
   std::vector<std::string> stream_told_;  // the sources ("data.eval") whose stream decision was logged
   std::string last_checkpoint_;

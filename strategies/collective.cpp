@@ -11,6 +11,7 @@
 #include "engine/thread_errors.hpp"
 #include "strategies/coordination.hpp"
 #include "strategies/replica_step.hpp"
+#include "strategies/tree_sum.hpp"
 
 namespace dtrain {
 
@@ -152,7 +153,7 @@ void CollectiveStrategy::keep_state(int64_t step) {
   k.step = step;
 }
 
-Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t completed) {
+Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t completed, int64_t global_rows) {
   Regrouped r;
   r.workers_before = num_workers();
   // The communication thread releases the step's remaining buckets at once
@@ -210,6 +211,21 @@ Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t comple
   lost_.reset();
   r.workers = comm_->size();
   r.rank = comm_->rank();
+  // The survivors' rows. With run.micro_batch_rows, whole micro-batches in
+  // ranges that are nodes of the tree over the global batch's micro-batches
+  // (tree_parts), added across the workers in that tree's order: the sums
+  // keep the grouping of one_device, and of the run before the loss, when
+  // its shares were a power of two of them. Else as even as the rows allow.
+  const auto n = static_cast<size_t>(r.workers);
+  const int64_t mb = program_.micro_batch_rows;
+  r.row_cuts.clear();
+  if (mb > 0 && global_rows % mb == 0 && static_cast<size_t>(global_rows / mb) >= n) {
+    std::vector<size_t> bounds = tree_parts(static_cast<size_t>(global_rows / mb), n);
+    for (size_t b : bounds) r.row_cuts.push_back(static_cast<int64_t>(b) * mb);
+    comm_->set_ordered_parts(std::move(bounds));
+  } else {
+    for (size_t k = 0; k <= n; ++k) r.row_cuts.push_back(global_rows * static_cast<int64_t>(k) / r.workers);
+  }
   return r;
 }
 

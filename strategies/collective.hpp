@@ -36,7 +36,7 @@ class CollectiveStrategy final : public MirroredStrategy {
   bool elastic() const override { return comm_ != nullptr && cluster_ != nullptr && cluster_->elastic(); }
   void keep_state(int64_t step) override;
   bool membership_lost() const override { return lost_.has_value(); }
-  Result<Regrouped> regroup(int64_t completed) override;
+  Result<Regrouped> regroup(int64_t completed, int64_t global_rows) override;
 
  private:
   // Bucket `bucket` of replica 0's gradients summed over the workers.

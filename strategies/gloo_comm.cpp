@@ -179,11 +179,16 @@ class GlooComm::Impl {
       return s;
     }
     // recv_ holds rank j's copy of this rank's chunk at j * chunk.
-    tree_sum(n, [&](size_t into, size_t from) {
+    auto add = [&](size_t into, size_t from) {
       float* __restrict a = recv_.data() + into * chunk;
       const float* __restrict b = recv_.data() + from * chunk;
       for (size_t i = 0; i < chunk; ++i) a[i] += b[i];
-    });
+    };
+    if (bounds_.empty()) {
+      tree_sum(n, add);
+    } else {
+      add_as_nodes(0, bounds_.back(), add);
+    }
     return run("all_reduce_sum_ordered (all-gather)", [&] {
       gloo::AllgatherOptions opts(context_);
       opts.setInput(recv_.data(), chunk);
@@ -193,6 +198,21 @@ class GlooComm::Impl {
       gloo::allgather(opts);
       std::copy(send_.begin(), send_.begin() + static_cast<std::ptrdiff_t>(count), data);
     });
+  }
+
+  void set_ordered_parts(std::vector<size_t> bounds) { bounds_ = std::move(bounds); }
+
+  // Adds the ranks whose ranges cover parts [lo, hi) in the tree's order;
+  // returns the rank that holds their sum. REQUIRES: every rank's range is
+  // a node of the tree (tree_parts).
+  template <class Add>
+  size_t add_as_nodes(size_t lo, size_t hi, Add& add) {
+    const auto first = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), lo) - bounds_.begin());
+    if (bounds_[first + 1] == hi) return first;  // one rank's range
+    const size_t mid = lo + tree_split(hi - lo);
+    const size_t a = add_as_nodes(lo, mid, add), b = add_as_nodes(mid, hi, add);
+    add(a, b);
+    return a;
   }
 
   Status broadcast(void* data, size_t bytes, int root) {
@@ -228,6 +248,7 @@ class GlooComm::Impl {
   uint32_t tag_ = 0;
   std::optional<Error> broken_;  // the error that broke the communicator
   std::vector<float> send_, recv_;  // all_reduce_sum_ordered's staging
+  std::vector<size_t> bounds_;      // set_ordered_parts (empty: one part per rank)
 };
 
 Result<std::unique_ptr<GlooComm>> GlooComm::create(CoordinationClient& client, int rank, int size,
@@ -264,6 +285,7 @@ Status GlooComm::all_reduce_sum(double* data, size_t count) { return impl_->all_
 Status GlooComm::all_reduce_sum_ordered(float* data, size_t count) {
   return impl_->all_reduce_sum_ordered(data, count);
 }
+void GlooComm::set_ordered_parts(std::vector<size_t> bounds) { impl_->set_ordered_parts(std::move(bounds)); }
 Status GlooComm::broadcast(void* data, size_t bytes, int root) { return impl_->broadcast(data, bytes, root); }
 Status GlooComm::barrier() { return impl_->barrier(); }
 

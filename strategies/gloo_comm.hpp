@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/base/status.hpp"
 #include "strategies/coordination.hpp"
@@ -44,6 +45,11 @@ class GlooComm {
   // with the element's chunk). The ring's traffic: an all-to-all, then an
   // all-gather.
   Status all_reduce_sum_ordered(float* data, size_t count);
+  // The same with rank r's values the sum of parts [bounds[r], bounds[r+1])
+  // of a tree over bounds.back() parts (tree_parts' boundaries, each range a
+  // node of it): the ranks' values are added in that tree's order, so the
+  // result has the bits of the tree over every part. Empty bounds: as above.
+  void set_ordered_parts(std::vector<size_t> bounds);
   // Copies root's `bytes` bytes at `data` into every rank's `data`.
   Status broadcast(void* data, size_t bytes, int root);
   Status barrier();

@@ -124,12 +124,17 @@ class Strategy {
     std::vector<std::string> lost;     // who was lost, how, after which step
     int workers = 0, rank = 0;         // the new group and this process's place in it
     int workers_before = 0;
+    // Where each worker's rows of a global batch begin (workers + 1
+    // boundaries, the last the global batch).
+    std::vector<int64_t> row_cuts;
   };
   // After membership_lost(): `completed` is the number of steps this
-  // process finished. Restores the state kept for the returned redo_step.
-  // Errors are kCluster (too few workers left, the group could not form).
-  virtual Result<Regrouped> regroup(int64_t completed) {
+  // process finished, `global_rows` the global batch. Restores the state
+  // kept for the returned redo_step. Errors are kCluster (too few workers
+  // left, the group could not form).
+  virtual Result<Regrouped> regroup(int64_t completed, int64_t global_rows) {
     (void)completed;
+    (void)global_rows;
     return Error{ErrorKind::kCluster, "this strategy is not elastic"};
   }
   // Seconds the last train_step spent in cross-worker communication, and the

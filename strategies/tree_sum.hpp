@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 namespace dtrain {
 
@@ -40,6 +42,31 @@ void tree_sum(size_t lo, size_t hi, Add&& add) {
 template <class Add>
 void tree_sum(size_t n, Add&& add) {
   tree_sum(0, n, add);
+}
+
+// Parts [0, m) cut into n contiguous ranges that are each a node of the
+// tree above (the largest range, the leftmost of equals, split at its
+// tree_split until there are n): summed as nodes and added in the tree's
+// order, they give the bits of the tree over all m parts. Returns the n + 1
+// boundaries. With n a power of two dividing m, the ranges are equal.
+// REQUIRES: 1 <= n <= m.
+inline std::vector<size_t> tree_parts(size_t m, size_t n) {
+  std::vector<std::pair<size_t, size_t>> parts{{0, m}};
+  while (parts.size() < n) {
+    size_t best = 0;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      if (parts[i].second - parts[i].first > parts[best].second - parts[best].first) best = i;
+    }
+    const auto [lo, hi] = parts[best];
+    if (hi - lo < 2) break;
+    const size_t mid = lo + tree_split(hi - lo);
+    parts[best] = {lo, mid};
+    parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1, {mid, hi});
+  }
+  std::vector<size_t> bounds;
+  for (const auto& [lo, hi] : parts) bounds.push_back(lo);
+  bounds.push_back(m);
+  return bounds;
 }
 
 }  // namespace dtrain

@@ -215,5 +215,20 @@ TEST_CASE("shard + interleave: restore(n) continues exactly as an uninterrupted 
   for (int i = 5; i < 9; ++i) CHECK((*resumed->next().value()).ids == batches[static_cast<size_t>(i)]);
 }
 
+
+TEST_CASE("shard: worker_rows cuts a global batch evenly, or at given boundaries when the batch is whole") {
+  // Even: worker k of n takes [G k / n, G (k + 1) / n).
+  CHECK(worker_rows(64, 3, 0, {}) == std::pair<int64_t, int64_t>{0, 21});
+  CHECK(worker_rows(64, 3, 1, {}) == std::pair<int64_t, int64_t>{21, 42});
+  CHECK(worker_rows(64, 3, 2, {}) == std::pair<int64_t, int64_t>{42, 64});
+  // Given boundaries (elastic training's whole micro-batches).
+  const std::vector<int64_t> cuts = {0, 16, 32, 64};
+  CHECK(worker_rows(64, 3, 0, cuts) == std::pair<int64_t, int64_t>{0, 16});
+  CHECK(worker_rows(64, 3, 2, cuts) == std::pair<int64_t, int64_t>{32, 64});
+  // A shorter last batch is cut evenly; boundaries for another count are ignored.
+  CHECK(worker_rows(30, 3, 2, cuts) == std::pair<int64_t, int64_t>{20, 30});
+  CHECK(worker_rows(64, 2, 1, cuts) == std::pair<int64_t, int64_t>{32, 64});
+}
+
 }  // namespace
 }  // namespace dtrain

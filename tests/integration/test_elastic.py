@@ -5,7 +5,9 @@ read: the survivors regroup, roll back to the last step every one of them
 completed and split the same global batch. Two of four lost at once: the
 final checkpoint has the bits of the run in which nothing failed (2 x 32 rows
 add the same micro-batch sums in the same order as 4 x 16). Losses one after
-another, fewer than min_workers left, and jobs that cannot be elastic."""
+another and 1 of 3 (the survivors take whole micro-batches in ranges of the
+tree one_device adds them in: the same bits again), fewer than min_workers
+left, and jobs that cannot be elastic."""
 import os
 import random
 import re
@@ -37,21 +39,33 @@ def launch(model_dir, *extra, workers=4):
     return subprocess.Popen(args, cwd=SOURCE_ROOT, env=clean_env(), stderr=subprocess.PIPE, text=True)
 
 
-@pytest.fixture(scope="module")
-def unfaulted(tmp_path_factory):
-    model_dir = tmp_path_factory.mktemp("unfaulted")
-    proc = launch(model_dir)
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    assert "elastic:" not in err
-    return load_file(str(checkpoint(model_dir, STEPS)))
+UNFAULTED = {}
+
+
+def unfaulted(tmp_path_factory, workers):
+    """The final variables of the run in which nothing fails (once per worker count)."""
+    if workers not in UNFAULTED:
+        model_dir = tmp_path_factory.mktemp(f"unfaulted{workers}")
+        proc = launch(model_dir, workers=workers)
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        assert "elastic:" not in err
+        UNFAULTED[workers] = load_file(str(checkpoint(model_dir, STEPS)))
+    return UNFAULTED[workers]
+
+
+def assert_same_bits(model_dir, expected):
+    final = load_file(str(checkpoint(model_dir, STEPS)))
+    assert final.keys() == expected.keys()
+    for name in final:
+        assert np.array_equal(final[name], expected[name]), name
 
 
 def regroup_lines(err, worker):
     return re.findall(rf"^\[worker {worker}\] elastic: (.*)$", err, re.M)
 
 
-def test_two_of_four_lost_at_once_the_survivors_go_on_with_the_unfaulted_runs_bits(unfaulted, tmp_path):
+def test_two_of_four_lost_at_once_the_survivors_go_on_with_the_unfaulted_runs_bits(tmp_path_factory, tmp_path):
     model_dir = tmp_path / "run"
     proc = launch(model_dir)
     wait_for(checkpoint(model_dir, 20), proc)
@@ -75,30 +89,43 @@ def test_two_of_four_lost_at_once_the_survivors_go_on_with_the_unfaulted_runs_bi
         assert m, line
         assert int(m.group(1)) >= 20 and int(m.group(2)) == int(m.group(1)) + 1
         assert float(m.group(3)) < 5.0  # the issue's target for mnist_cnn on loopback
-    final = load_file(str(checkpoint(model_dir, STEPS)))
-    assert final.keys() == unfaulted.keys()
-    for name in final:
-        assert np.array_equal(final[name], unfaulted[name]), name
+    assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
 
 
-def test_losses_one_after_another_each_regroup_and_training_finishes(tmp_path):
+def test_worker_1_of_3_lost_two_go_on_in_whole_micro_batches_with_the_unfaulted_runs_bits(tmp_path_factory, tmp_path):
+    # 48 rows = 3 micro-batches: the survivors take 32 + 16 rows, the sums the tree (mb0 + mb1) + mb2 of 3 x 16.
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir, workers=3)
+    wait_for(checkpoint(model_dir, 10), proc)
+    time.sleep(random.uniform(0.0, 1.5))
+    os.kill(task_pid(proc, "worker", 1), signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    [line] = regroup_lines(err, 2)
+    assert re.search(r"^worker 1 .*; 2 of 3 workers go on from step \d+ .*the global batch 48 split 32 \+ 16 \(whole "
+                     r"micro-batches of 16, in ranges of the one_device sum's tree\), this worker rank 1 with rows "
+                     r"32\.\.47; step \d+ done", line), line
+    assert_same_bits(model_dir, unfaulted(tmp_path_factory, 3))
+
+
+def test_losses_one_after_another_each_regroup_with_the_unfaulted_runs_bits(tmp_path_factory, tmp_path):
     model_dir = tmp_path / "run"
     proc = launch(model_dir)
     for step, victim in ((10, 3), (30, 1)):
         wait_for(checkpoint(model_dir, step), proc)
+        time.sleep(random.uniform(0.0, 0.5))
         os.kill(task_pid(proc, "worker", victim), signal.SIGKILL)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
     first, second = regroup_lines(err, 0)
-    assert re.search(r"^worker 3 .*; 3 of 4 workers go on from step \d+ .*the global batch 64 split 21 \+ 21 \+ 22, "
-                     r"this worker rank 0 with rows 0\.\.20", first), first
+    assert re.search(r"^worker 3 .*; 3 of 4 workers go on from step \d+ .*the global batch 64 split 16 \+ 16 \+ 32 "
+                     r"\(whole micro-batches of 16, .*\), this worker rank 0 with rows 0\.\.15", first), first
     assert re.search(r"^worker 1 .*; 2 of 3 workers go on from step \d+ .*split 2 x 32, this worker rank 0", second), second
     # Worker 2 was rank 2 of 3, then rank 1 of 2.
     assert [re.search(r"rank (\d) with rows (\S+);", l).groups() for l in regroup_lines(err, 2)] == [
-        ("2", "42..63"), ("1", "32..63")]
+        ("2", "32..63"), ("1", "32..63")]
     assert "training finished at step 60; checkpoint" in err
-    final = load_file(str(checkpoint(model_dir, STEPS)))
-    assert all(np.isfinite(t).all() for t in final.values())
+    assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
 
 
 def test_fewer_than_min_workers_left_stops_the_cluster_with_exit_4(tmp_path):

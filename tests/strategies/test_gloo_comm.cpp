@@ -203,6 +203,81 @@ TEST_CASE("tree_sum: the grouping of 1..9 parts") {
   CHECK(grouping(9) == "((((0+1)+(2+3))+((4+5)+(6+7)))+8)");
 }
 
+TEST_CASE("tree_parts: n ranges that are nodes of the tree over m parts, the largest split first") {
+  CHECK(tree_parts(4, 1) == std::vector<size_t>{0, 4});
+  CHECK(tree_parts(4, 2) == std::vector<size_t>{0, 2, 4});
+  CHECK(tree_parts(4, 3) == std::vector<size_t>{0, 1, 2, 4});
+  CHECK(tree_parts(4, 4) == std::vector<size_t>{0, 1, 2, 3, 4});
+  CHECK(tree_parts(3, 2) == std::vector<size_t>{0, 2, 3});
+  CHECK(tree_parts(6, 3) == std::vector<size_t>{0, 2, 4, 6});
+  CHECK(tree_parts(8, 3) == std::vector<size_t>{0, 2, 4, 8});
+  CHECK(tree_parts(16, 4) == std::vector<size_t>{0, 4, 8, 12, 16});
+  // Every range is a node: summing each, then the ranges in the tree's
+  // order, groups the parts exactly as the tree over all of them does.
+  const auto whole = [](size_t m) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < m; ++i) parts.push_back(std::to_string(i));
+    tree_sum(m, [&](size_t into, size_t from) { parts[into] = "(" + parts[into] + "+" + parts[from] + ")"; });
+    return parts[0];
+  };
+  for (size_t m = 1; m <= 12; ++m) {
+    for (size_t n = 1; n <= m; ++n) {
+      CAPTURE(m);
+      CAPTURE(n);
+      const std::vector<size_t> b = tree_parts(m, n);
+      REQUIRE(b.size() == n + 1);
+      std::vector<std::string> ranges;
+      for (size_t r = 0; r < n; ++r) {
+        REQUIRE(b[r + 1] > b[r]);
+        std::vector<std::string> parts;
+        for (size_t i = b[r]; i < b[r + 1]; ++i) parts.push_back(std::to_string(i));
+        tree_sum(parts.size(), [&](size_t into, size_t from) { parts[into] = "(" + parts[into] + "+" + parts[from] + ")"; });
+        ranges.push_back(parts[0]);
+      }
+      // Combined as nodes of the tree over [0, m).
+      std::function<std::string(size_t, size_t)> node = [&](size_t lo, size_t hi) -> std::string {
+        for (size_t r = 0; r < n; ++r) {
+          if (b[r] == lo && b[r + 1] == hi) return ranges[r];
+        }
+        const size_t mid = lo + tree_split(hi - lo);
+        return "(" + node(lo, mid) + "+" + node(mid, hi) + ")";
+      };
+      CHECK(node(0, m) == whole(m));
+    }
+  }
+}
+
+TEST_CASE("gloo: all_reduce_sum_ordered with ranks holding tree_parts' ranges gives the bits of the tree over every part") {
+  // 4 parts over 3 ranks (ranges [0,1) [1,2) [2,4)): rank 2 holds the sum
+  // of parts 2 and 3; the result must be (p0 + p1) + (p2 + p3), not the
+  // 3-rank tree (r0 + r1) + r2.
+  const size_t count = 100003;
+  const auto part = [](int p, size_t i) { return input<float>(p, i) * (i % 3 == 0 ? 1e4f : 1.0f); };
+  const std::vector<size_t> bounds = tree_parts(4, 3);
+  Ranks r = connect_ranks(3);
+  std::vector<std::vector<float>> out(3);
+  run_ranks(r, 3, [&](int rank, GlooComm& comm) {
+    std::vector<float> data(count);
+    for (size_t i = 0; i < count; ++i) {
+      data[i] = rank < 2 ? part(rank, i) : part(2, i) + part(3, i);
+    }
+    comm.set_ordered_parts(bounds);
+    const Status s = comm.all_reduce_sum_ordered(data.data(), count);
+    CHECK_MESSAGE(s.ok(), s.error().message);
+    out[static_cast<size_t>(rank)] = std::move(data);
+  });
+  const std::vector<float> want = tree_sum_of(4, count, part);
+  size_t three_rank_tree_differs = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    REQUIRE(out[static_cast<size_t>(rank)].size() == count);
+    CHECK(std::memcmp(out[static_cast<size_t>(rank)].data(), want.data(), count * sizeof(float)) == 0);
+  }
+  for (size_t i = 0; i < count; ++i) {
+    three_rank_tree_differs += (part(0, i) + part(1, i)) + (part(2, i) + part(3, i)) != ((part(0, i) + part(1, i)) + part(2, i)) + part(3, i);
+  }
+  CHECK(three_rank_tree_differs > 0);  // the grouping matters for these values
+}
+
 // The collective strategy all-reduces gradients in buckets whose boundaries
 // depend on strategy.bucket_mb and the model: with 2 ranks each element's sum
 // is one addition (a + b == b + a exactly), so any cut into buckets gives the
