@@ -152,30 +152,34 @@ Status assign_addresses(const LaunchArgs& a, std::vector<Task>& tasks, nlohmann:
   return Status::Ok();
 }
 
-// Starts every task as `dtrain train` with its TF_CONFIG; on a failure the
-// ones already started get SIGTERM.
+// Starts task t as `dtrain train` with its TF_CONFIG.
+Status start_task(const LaunchArgs& a, const nlohmann::json& cluster, Task& t) {
+  t.exit_code = -1;
+  t.forwarded = 0;
+  std::vector<std::string> argv = {self_exe(), "train", a.job};
+  argv.insert(argv.end(), a.train_args.begin(), a.train_args.end());
+  if (t.share.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(t.share.threads)});
+  const nlohmann::json tf_config = {{"cluster", cluster}, {"task", {{"type", t.type}, {"index", t.index}}}};
+  // DTRAIN_LAUNCH_PID: the task gets SIGTERM if this process dies
+  // (PR_SET_PDEATHSIG, cli/main.cpp), so a kill -9 of launch stops its tasks
+  // as a stop signal does (a checkpoint, exit 75) instead of leaving them training.
+  auto child = spawn_child(argv, {"TF_CONFIG=" + tf_config.dump(), fmt::format("DTRAIN_LAUNCH_PID={}", ::getpid())},
+                           "", t.share.cpus);
+  if (!child) return runtime_error("launch: " + child.error().message);
+  t.child = std::move(*child);
+  return Status::Ok();
+}
+
+// Starts every task; on a failure the ones already started get SIGTERM.
 Status start_tasks(const LaunchArgs& a, const nlohmann::json& cluster, std::vector<Task>& tasks) {
-  const std::string exe = self_exe();
   for (Task& t : tasks) {
-    t.exit_code = -1;
-    t.forwarded = 0;
-    std::vector<std::string> argv = {exe, "train", a.job};
-    argv.insert(argv.end(), a.train_args.begin(), a.train_args.end());
-    if (t.share.threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(t.share.threads)});
-    const nlohmann::json tf_config = {{"cluster", cluster}, {"task", {{"type", t.type}, {"index", t.index}}}};
-    // DTRAIN_LAUNCH_PID: the task gets SIGTERM if this process dies
-    // (PR_SET_PDEATHSIG, cli/main.cpp), so a kill -9 of launch stops its tasks
-    // as a stop signal does (a checkpoint, exit 75) instead of leaving them training.
-    auto child = spawn_child(argv, {"TF_CONFIG=" + tf_config.dump(), fmt::format("DTRAIN_LAUNCH_PID={}", ::getpid())},
-                             "", t.share.cpus);
-    if (!child) {
+    if (Status s = start_task(a, cluster, t); !s) {
       for (Task& started : tasks) {
         if (&started == &t) break;
         ::kill(started.child.pid, SIGTERM);
       }
-      return runtime_error("launch: " + child.error().message);
+      return s;
     }
-    t.child = std::move(*child);
   }
   return Status::Ok();
 }
@@ -183,10 +187,11 @@ Status start_tasks(const LaunchArgs& a, const nlohmann::json& cluster, std::vect
 // Relays the tasks' output and the stop signals until every task has ended.
 // stops_cluster(t): whether t's failure ends the training (then launch stops
 // the tasks that do not end by themselves). may_be_lost(t): whether t's
-// death leaves the others training (strategy.elastic): it is no failure.
-template <class StopsCluster, class MayBeLost>
+// death leaves the others training (strategy.elastic): it is no failure;
+// rejoin(t) may then start it again (true when it did).
+template <class StopsCluster, class MayBeLost, class Rejoin>
 Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const StopsCluster& stops_cluster,
-                    const MayBeLost& may_be_lost) {
+                    const MayBeLost& may_be_lost, const Rejoin& rejoin) {
   Outcome o;
   // After a task failed: when the rest get SIGTERM, then SIGKILL, if still running.
   std::optional<std::chrono::steady_clock::time_point> term_at, kill_at;
@@ -242,7 +247,21 @@ Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const 
           // error. The evaluator ends with a forwarded signal's default action
           // (it has nothing to save): not a failure.
           const bool died = t.exit_code > 128 && o.forwarded == 0;
-          if (died && may_be_lost(t)) {
+          if (died && may_be_lost(t) && signals.last() == 0) {
+            // Its last output first (the pipes of a dead process end at once).
+            const std::string prefix = fmt::format("[{} {}] ", t.type, t.index);
+            for (int tries = 0; tries < 1000 && (t.child.out_fd >= 0 || t.child.err_fd >= 0); ++tries) {
+              if (t.child.out_fd >= 0) {
+                read_lines(t.child.out_fd, t.child.out_buf, [&](std::string_view l) { print_line(stdout, prefix, l); });
+              }
+              if (t.child.err_fd >= 0) {
+                read_lines(t.child.err_fd, t.child.err_buf, [&](std::string_view l) { print_line(stderr, prefix, l); });
+              }
+            }
+            if (rejoin(t)) {
+              running = true;
+              continue;
+            }
             std::fprintf(stderr, "dtrain launch: strategy.elastic: the other tasks go on without %s %d\n",
                          t.type.c_str(), t.index);
             o.lost.push_back(how);
@@ -334,7 +353,23 @@ int run_launch(const LaunchArgs& a) {
     std::fprintf(stderr, "dtrain launch: %zu tasks on 127.0.0.1: %s\n", tasks.size(), cluster.dump().c_str());
     if (restarts == 0) std::fprintf(stderr, "dtrain launch: %s\n", threads_line.c_str());
     if (Status s = start_tasks(a, cluster, tasks); !s) return fail(s.error());
-    const Outcome o = watch_tasks(tasks, signals, stops_cluster, may_be_lost);
+    // strategy.elastic: a lost worker starts again alone, with its identity,
+    // and joins the running training (each counts as a restart).
+    auto rejoin = [&](Task& t) {
+      if (restarts >= a.max_restarts) return false;
+      ++restarts;
+      std::fprintf(stderr,
+                   "dtrain launch: restarting %s %d alone with its identity (restart %d of %d): it joins the "
+                   "running training (strategy.elastic)\n",
+                   t.type.c_str(), t.index, restarts, a.max_restarts);
+      if (Status s = start_task(a, cluster, t); !s) {
+        std::fprintf(stderr, "dtrain: %s\n", s.error().message.c_str());
+        t.exit_code = 1;
+        return false;
+      }
+      return true;
+    };
+    const Outcome o = watch_tasks(tasks, signals, stops_cluster, may_be_lost, rejoin);
     if (o.code == 0) {
       const std::string after =
           restarts == 0 ? "" : fmt::format(" (after {} restart{})", restarts, restarts == 1 ? "" : "s");

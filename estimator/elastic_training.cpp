@@ -12,44 +12,75 @@
 
 namespace dtrain {
 
+namespace {
+
+// "elastic: <who left or joined>; 3 of 4 workers go on from step 24 ..., the
+// global batch 64 split 16 + 16 + 32 (...), this worker rank 0 with rows 0..15".
+std::string regroup_line(const Strategy::Regrouped& r, int64_t rows, int64_t micro_batch_rows) {
+  const std::vector<int64_t>& cuts = r.row_cuts;
+  std::vector<int64_t> sizes;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) sizes.push_back(cuts[k + 1] - cuts[k]);
+  const bool equal = std::all_of(sizes.begin(), sizes.end(), [&](int64_t v) { return v == sizes[0]; });
+  std::string split = equal ? fmt::format("{} x {}", r.workers, sizes[0]) : fmt::format("{}", fmt::join(sizes, " + "));
+  if (micro_batch_rows > 0 && cuts.back() % micro_batch_rows == 0 && !equal) {
+    split += fmt::format(" (whole micro-batches of {}, in ranges of the one_device sum's tree)", micro_batch_rows);
+  }
+  const std::string who =
+      r.workers_before == 0 ? fmt::format("this worker joined the running training as 1 of {} workers; they go on",
+                                          r.workers)
+      : r.workers < r.workers_before ? fmt::format("{} of {} workers go on", r.workers, r.workers_before)
+                                     : fmt::format("{} workers ({} before) go on", r.workers, r.workers_before);
+  const auto w = static_cast<size_t>(r.rank);
+  return fmt::format("elastic: {}; {} from step {} (the last step every one of them completed), the global batch {} "
+                     "split {}, this worker rank {} with rows {}..{}",
+                     fmt::join(r.changes, "; "), who, r.redo_step, rows, split, r.rank, cuts[w], cuts[w + 1] - 1);
+}
+
+}  // namespace
+
 Status Estimator::regroup_after_loss(TrainingSetup& t) {
   ElasticLoop& e = t.elastic;
   e.lost_at = std::chrono::steady_clock::now();
   log_.end_progress();
   const int64_t completed = global_step_;
-  // The same global batch, split over the survivors.
+  // The same global batch, split over the new group.
   if (elastic_global_rows_ == 0) elastic_global_rows_ = t.global_batch;
   const int64_t rows = elastic_global_rows_;
-  auto r = strategy_->regroup(completed, rows);
-  if (!r) return r.error();
   // Not kept: this worker was lost in the agreements after the step before
   // (the strategy checked), and its input is at the step's start.
-  std::optional<int64_t> position = e.position_at(r->redo_step);
-  if (!position && r->redo_step == completed) position = t.input->position();
-  if (!position) {
-    return cluster_error(fmt::format("elastic: the survivors redo step {}, whose input position this worker (at step "
+  auto position_at = [&](int64_t step) -> int64_t {
+    if (std::optional<int64_t> p = e.position_at(step)) return *p;
+    return step == completed ? t.input->position() : -1;
+  };
+  auto r = strategy_->regroup(completed, rows, position_at);
+  if (!r) return r.error();
+  const int64_t position = position_at(r->redo_step);
+  if (position < 0) {
+    return cluster_error(fmt::format("elastic: the group redoes step {}, whose input position this worker (at step "
                                      "{}) no longer holds",
                                      r->redo_step, completed));
   }
-  const int64_t n = r->workers, w = r->rank;
   elastic_row_cuts_ = r->row_cuts;
-  auto input = open_input(*job_.data.train, "train", rows / n, vocabulary_, true);
+  auto input = open_input(*job_.data.train, "train", rows / r->workers, vocabulary_, true);
   if (!input) return input.error();
-  if (Status s = (*input)->restore(*position); !s) return s;
+  if (Status s = (*input)->restore(position); !s) return s;
   e.input->replace(std::move(*input));
   global_step_ = r->redo_step;
-  std::vector<int64_t> sizes;
-  const std::vector<int64_t>& cuts = r->row_cuts;
-  for (size_t k = 0; k + 1 < cuts.size(); ++k) sizes.push_back(cuts[k + 1] - cuts[k]);
-  const bool equal = std::all_of(sizes.begin(), sizes.end(), [&](int64_t v) { return v == sizes[0]; });
-  std::string split = equal ? fmt::format("{} x {}", n, sizes[0]) : fmt::format("{}", fmt::join(sizes, " + "));
-  if (program_.micro_batch_rows > 0 && cuts.back() % program_.micro_batch_rows == 0 && !equal) {
-    split += fmt::format(" (whole micro-batches of {}, in ranges of the one_device sum's tree)", program_.micro_batch_rows);
-  }
-  e.pending = fmt::format("elastic: {}; {} of {} workers go on from step {} (the last step every one of them "
-                          "completed), the global batch {} split {}, this worker rank {} with rows {}..{}",
-                          fmt::join(r->lost, "; "), n, r->workers_before, r->redo_step, rows, split, w,
-                          cuts[static_cast<size_t>(w)], cuts[static_cast<size_t>(w) + 1] - 1);
+  e.pending = regroup_line(*r, rows, program_.micro_batch_rows);
+  return Status::Ok();
+}
+
+Status Estimator::join_running_training(TrainingSetup& t, int64_t global_rows) {
+  t.elastic.lost_at = std::chrono::steady_clock::now();
+  elastic_global_rows_ = global_rows;
+  auto r = strategy_->regroup(Strategy::kJoining, global_rows, {});
+  if (!r) return r.error();
+  if (r->input_position < 0) return cluster_error("elastic: rank 0 sent no input position to the joining worker");
+  elastic_row_cuts_ = r->row_cuts;
+  global_step_ = r->redo_step;
+  restored_input_position_ = r->input_position;
+  t.elastic.pending = regroup_line(*r, global_rows, program_.micro_batch_rows);
+  t.elastic.joined = true;
   return Status::Ok();
 }
 

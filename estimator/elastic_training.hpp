@@ -59,6 +59,7 @@ struct ElasticLoop {
   // After a regroup: the line to log once the first step over the new group
   // is done, and when the loss was first seen.
   std::string pending;
+  bool joined = false;  // this process joined the running training (started again after it was lost)
   std::chrono::steady_clock::time_point lost_at{};
 
   void keep(int64_t step, int64_t position) {

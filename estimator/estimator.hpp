@@ -235,6 +235,10 @@ class Estimator {
   // the survivors and puts global_step_ and the input back at the step to
   // redo (estimator/elastic_training.cpp).
   Status regroup_after_loss(TrainingSetup& t);
+  // Elastic training, in a worker lost earlier and started again: joins the
+  // running group instead of sync_start (its state, step and input position
+  // from rank 0).
+  Status join_running_training(TrainingSetup& t, int64_t global_rows);
   void log_conv_algorithms();
   // When a task received SIGUSR1: options_.on_requeue_signal for `checkpoint`, logged.
   void requeue(const std::string& checkpoint);

@@ -140,7 +140,10 @@ Status Estimator::train_steps(bool evaluate_during) {
   // --signal=USR1@90). One that came while the job loaded, the data was read
   // or the cluster formed: every task agrees, as after a step, and none trains.
   stopped_by_requeue_signal_ = false;
-  if (Status s = stop_before_first_step(t.multi_worker, t.chief); !s) return s;
+  // A worker that joined running training (strategy.elastic) agrees with
+  // the others from its first step on: the group made its start-up
+  // agreement long ago.
+  if (Status s = stop_before_first_step(t.multi_worker && !t.elastic.joined, t.chief); !s) return s;
 
   ElasticLoop& elastic = t.elastic;
   // Elastic training: a lost worker fails every collective of the step;
@@ -150,6 +153,10 @@ Status Estimator::train_steps(bool evaluate_during) {
     if (elastic.input != nullptr) {
       strategy_->keep_state(global_step_);
       elastic.keep(global_step_, t.input->position());
+      if (strategy_->membership_changed()) {  // a worker lost, or one joining: at this step boundary
+        if (Status st = regroup_after_loss(t); !st) return st;
+        continue;
+      }
     }
     StepState s;
     s.step_before = global_step_;
@@ -191,7 +198,7 @@ Status Estimator::train_steps(bool evaluate_during) {
       continue;
     }
     if (!elastic.pending.empty()) {
-      log_.info(fmt::format("{}; step {} done {:.2f} s after the loss was seen", elastic.pending, global_step_ + 1,
+      log_.info(fmt::format("{}; step {} done {:.2f} s after the change was seen", elastic.pending, global_step_ + 1,
                             seconds_since(elastic.lost_at)));
       elastic.pending.clear();
     }

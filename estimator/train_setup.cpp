@@ -106,7 +106,15 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   }
   bool stopped_before = early && early->stopped();
 
-  if (options_.cluster) {
+  if (strategy_->rejoining()) {
+    // Lost earlier and started again: the running group takes it back.
+    auto plan = batch_plan(*job_.data.train, "train");
+    if (!plan) return plan.error();
+    log_.status("joining the running training (strategy.elastic)");
+    Status joined = join_running_training(t, plan->global());
+    log_.end_progress();
+    if (!joined) return joined;
+  } else if (options_.cluster) {
     std::vector<int64_t> start_state = {global_step_, restored_input_position_, stopped_before ? 1 : 0};
     if (Status s = strategy_->sync_start(start_state); !s) return s;
     if (!chief && start_state[0] > 0) log_.info(fmt::format("starting at the chief's step {}", start_state[0]));

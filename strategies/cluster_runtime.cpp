@@ -80,6 +80,15 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
     return client.error();
   }
   rt->client_ = std::move(*client);
+  if (rt->elastic_min_workers_ > 0 && rt->is_training_task()) {
+    // Started again after it was lost: the service took it back in a new
+    // membership (a first start finds no such key; the wait lets the call
+    // reach the service and answer).
+    if (auto g = rt->client_->get(rejoin_key(self.id()), std::chrono::milliseconds(300)); g.ok()) {
+      rt->generation_ = std::stoll(*g) - 1;
+      rt->rejoining_ = true;
+    }
+  }
   if (rt->service_) {
     // The service lives in this process: before it ends with the process,
     // let the failure go down every other task's attach stream (at most a
@@ -129,9 +138,7 @@ void ClusterRuntime::fail_after_comm_error(const Error& e) {
 
 namespace dtrain {
 
-bool ClusterRuntime::membership_superseded() {
-  return client_->get(membership_key(generation_ + 1), std::chrono::milliseconds(1)).ok();
-}
+bool ClusterRuntime::membership_superseded() const { return client_->membership_generation() > generation_; }
 
 Result<ClusterRuntime::Membership> ClusterRuntime::next_membership() {
   const double heartbeat = rpc_time::default_heartbeat_secs(rc_.timeout_secs);
@@ -151,7 +158,8 @@ Result<ClusterRuntime::Membership> ClusterRuntime::next_membership() {
       at = next;
     }
     // Tasks lost at nearly the same moment: take the newest membership.
-    Result<std::string> newer = client_->get(membership_key(generation_ + 1), std::chrono::milliseconds(1));
+    if (client_->membership_generation() <= generation_) break;
+    Result<std::string> newer = client_->get(membership_key(generation_ + 1), std::chrono::milliseconds(300));
     if (!newer) break;
     value = *newer;
   }

@@ -68,8 +68,13 @@ class ClusterRuntime {
   // the newest posted so far. Errors are kCluster (none posted: the
   // communication error had another cause).
   Result<Membership> next_membership();
-  // Whether a membership newer than the last one taken has been posted.
-  bool membership_superseded();
+  // Whether a membership newer than the last one taken has been posted
+  // (no call to the service: the newest generation comes down the attach
+  // stream).
+  bool membership_superseded() const;
+  // This task was lost earlier and started again (elastic): it joins the
+  // running training at the membership that takes it back (next_membership).
+  bool rejoining() const { return rejoining_; }
 
  private:
   ClusterRuntime() = default;
@@ -81,6 +86,7 @@ class ClusterRuntime {
   int64_t elastic_min_workers_ = 0;
   int64_t generation_ = 0;            // the last membership generation taken
   std::vector<std::string> members_;  // ids of the current training tasks, in rank order
+  bool rejoining_ = false;
 };
 
 // Host part of "host:port" ("" when there is no colon).

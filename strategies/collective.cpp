@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -18,13 +19,16 @@ namespace dtrain {
 CollectiveStrategy::CollectiveStrategy(Program& program, std::vector<Device> devices, double bucket_bytes,
                                        ClusterRuntime* cluster, std::unique_ptr<GlooComm> comm)
     : MirroredStrategy(program, std::move(devices), bucket_bytes,
-                       [this, multi = comm != nullptr](const GradBuckets&) -> CrossReduce {
+                       // A rejoining process has no group yet: it gets one in regroup().
+                       [this, multi = comm != nullptr || (cluster != nullptr && cluster->rejoining())](
+                           const GradBuckets&) -> CrossReduce {
                          if (!multi) return {};
                          return [this](size_t bucket) { return reduce_bucket(bucket); };
                        }),
       cluster_(cluster),
       comm_(std::move(comm)),
-      flat_(buckets_.vars.size()) {}
+      flat_(buckets_.vars.size()),
+      rejoining_(comm_ == nullptr && cluster != nullptr && cluster->rejoining()) {}
 
 Status CollectiveStrategy::reduce_bucket(size_t bucket) {
   // One all-reduce per bucket: the bucket's gradients packed contiguously.
@@ -83,6 +87,7 @@ StepOutput CollectiveStrategy::train_step(const Batch& batch, int64_t step, floa
   std::vector<double> rows = {static_cast<double>(batch.size())};
   sum_over_workers(rows);
   if (lost_) return StepOutput{};  // the step is done again over the survivors
+  stepped_ = true;
   StepOutput out = mirrored_step(batch, step, lr, program_.grad_scale(static_cast<int64_t>(rows[0])));
   if (auto e = reducer_->error()) {
     comm_failed(*e);
@@ -153,14 +158,49 @@ void CollectiveStrategy::keep_state(int64_t step) {
   k.step = step;
 }
 
-Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t completed, int64_t global_rows) {
+bool CollectiveStrategy::restore_kept(int64_t step, int64_t completed) {
+  // The state kept at the start of the step to redo, when there is one; a
+  // worker without it has not begun that step yet (it was lost in the
+  // agreements after the step before, whose result it holds).
+  const Kept& k = kept_[static_cast<size_t>(step % 2)];
+  if (k.step != step) return step == completed;
+  for (size_t rep = 0; rep < replicas_.size(); ++rep) {
+    const std::vector<Tensor*> dst = state_tensors(rep);
+    for (size_t i = 0; i < dst.size(); ++i) {
+      if (dst[i]->bytes() > 0) dst[i]->copy_from(k.state[i]);
+    }
+  }
+  program_.loss_scale = k.loss_scale;
+  return true;
+}
+
+Status CollectiveStrategy::broadcast_state(std::vector<int64_t>& values) {
+  for (Tensor* t : state_tensors(0)) {
+    if (t->bytes() == 0) continue;
+    Tensor host = t->to_host();
+    if (Status s = comm_->broadcast(host.data(), host.bytes(), 0); !s) return s;
+    if (!t->is_host()) t->copy_from(host);
+  }
+  if (Status s = comm_->broadcast(values.data(), values.size() * sizeof(int64_t), 0); !s) return s;
+  for (size_t r = 1; r < replicas_.size(); ++r) {
+    const auto src = state_tensors(0), dst = state_tensors(r);
+    for (size_t i = 0; i < src.size(); ++i) dst[i]->copy_from(*src[i]);
+  }
+  return Status::Ok();
+}
+
+Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t completed, int64_t global_rows,
+                                                                  const std::function<int64_t(int64_t)>& position_at) {
   Regrouped r;
-  r.workers_before = num_workers();
+  const bool joining = completed == kJoining;
+  r.workers_before = comm_ ? comm_->size() : 0;
   // The communication thread releases the step's remaining buckets at once
   // after a failure; it must be idle before its communicator goes.
-  try {
-    reducer_->wait_all(0);
-  } catch (const ErrorException&) {
+  if (stepped_) {
+    try {
+      reducer_->wait_all(0);
+    } catch (const ErrorException&) {
+    }
   }
   for (;;) {
     // Closing this worker's connections ends the collectives the other
@@ -171,7 +211,7 @@ Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t comple
       return cluster_error(fmt::format("{}; no new membership followed it: {}", lost_ ? lost_->message : "",
                                        m.error().message));
     }
-    r.lost.insert(r.lost.end(), m->reasons.begin(), m->reasons.end());
+    r.changes.insert(r.changes.end(), m->reasons.begin(), m->reasons.end());
     auto c = GlooComm::create(cluster_->client(), m->rank, static_cast<int>(m->tasks.size()), cluster_->bind_host(),
                               cluster_->timeout_secs(), fmt::format("collective/gloo/{}/", m->generation),
                               [this] { return cluster_->membership_superseded(); });
@@ -181,34 +221,47 @@ Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t comple
     }
     comm_ = std::move(*c);
     // The survivors may be one step apart (the last collective of a step
-    // completes on some ranks only): every one redoes from the earliest.
+    // completes on some ranks only): every one redoes from the earliest. A
+    // joining process has no step of its own (it takes rank 0's).
+    constexpr double kNoStep = 1e18;
     std::vector<double> done(static_cast<size_t>(comm_->size()), 0.0);
-    done[static_cast<size_t>(comm_->rank())] = static_cast<double>(completed);
+    done[static_cast<size_t>(comm_->rank())] = joining ? kNoStep : static_cast<double>(completed);
     if (Status s = comm_->all_reduce_sum(done.data(), done.size()); !s) {
       if (cluster_->membership_superseded()) continue;
       return s.error();
     }
     r.redo_step = static_cast<int64_t>(*std::min_element(done.begin(), done.end()));
-    break;
-  }
-  // The state kept at the start of the step to redo, when there is one; a
-  // worker without it has not begun that step yet (it was lost in the
-  // agreements after the step before, whose result it holds).
-  const Kept& k = kept_[static_cast<size_t>(r.redo_step % 2)];
-  if (k.step == r.redo_step) {
-    for (size_t rep = 0; rep < replicas_.size(); ++rep) {
-      const std::vector<Tensor*> dst = state_tensors(rep);
-      for (size_t i = 0; i < dst.size(); ++i) {
-        if (dst[i]->bytes() > 0) dst[i]->copy_from(k.state[i]);
+    const bool anyone_joins = std::find(done.begin(), done.end(), kNoStep) != done.end();
+    if (anyone_joins && !joining && !restore_kept(r.redo_step, completed)) {
+      return cluster_error(fmt::format("elastic: the group redoes step {}, whose state this worker (at step {}) no "
+                                       "longer holds",
+                                       r.redo_step, completed));
+    }
+    if (anyone_joins) {
+      // The joining process gets rank 0's state at the step to redo, and
+      // its input position there.
+      std::vector<int64_t> values = {r.redo_step, position_at ? position_at(r.redo_step) : -1,
+                                     program_.loss_scale.good_steps(),
+                                     std::bit_cast<int64_t>(program_.loss_scale.scale())};
+      if (Status s = broadcast_state(values); !s) {
+        if (cluster_->membership_superseded()) continue;
+        return s.error();
+      }
+      if (joining) {
+        r.input_position = values[1];
+        program_.loss_scale.restore(std::bit_cast<double>(values[3]), values[2]);
       }
     }
-    program_.loss_scale = k.loss_scale;
-  } else if (r.redo_step != completed) {
+    r.restored = anyone_joins;
+    break;
+  }
+  if (!r.restored && !restore_kept(r.redo_step, completed)) {
     return cluster_error(fmt::format("elastic: the survivors redo step {}, whose state this worker (at step {}) no "
                                      "longer holds",
                                      r.redo_step, completed));
   }
   lost_.reset();
+  rejoining_ = false;
   r.workers = comm_->size();
   r.rank = comm_->rank();
   // The survivors' rows. With run.micro_batch_rows, whole micro-batches in

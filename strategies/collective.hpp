@@ -23,8 +23,9 @@ class CollectiveStrategy final : public MirroredStrategy {
                      ClusterRuntime* cluster, std::unique_ptr<GlooComm> comm);
   std::string name() const override { return "collective"; }
   bool is_chief() const override { return worker_index() == 0; }
-  int worker_index() const override { return comm_ ? comm_->rank() : 0; }
-  int num_workers() const override { return comm_ ? comm_->size() : 1; }
+  // A rejoining process (no group yet) counts as its place in the cluster.
+  int worker_index() const override { return comm_ ? comm_->rank() : rejoining_ ? cluster_->rank() : 0; }
+  int num_workers() const override { return comm_ ? comm_->size() : rejoining_ ? cluster_->size() : 1; }
 
   // Sums over the global batch of every worker (loss, examples, metrics).
   StepOutput train_step(const Batch& batch, int64_t step, float lr) override;
@@ -33,10 +34,13 @@ class CollectiveStrategy final : public MirroredStrategy {
   std::pair<double, double> last_comm_seconds() const override { return last_comm_; }
   std::vector<std::string> comm_report(const CommTotals& totals) const override;
 
-  bool elastic() const override { return comm_ != nullptr && cluster_ != nullptr && cluster_->elastic(); }
+  bool elastic() const override { return (comm_ != nullptr || rejoining_) && cluster_ != nullptr && cluster_->elastic(); }
   void keep_state(int64_t step) override;
   bool membership_lost() const override { return lost_.has_value(); }
-  Result<Regrouped> regroup(int64_t completed, int64_t global_rows) override;
+  bool membership_changed() const override { return lost_.has_value() || cluster_->membership_superseded(); }
+  bool rejoining() const override { return rejoining_; }
+  Result<Regrouped> regroup(int64_t completed, int64_t global_rows,
+                            const std::function<int64_t(int64_t)>& position_at) override;
 
  private:
   // Bucket `bucket` of replica 0's gradients summed over the workers.
@@ -61,6 +65,13 @@ class CollectiveStrategy final : public MirroredStrategy {
     LossScale loss_scale{false};
   };
   Kept kept_[2];
+  bool rejoining_ = false;  // started again after it was lost: no group until regroup()
+  bool stepped_ = false;    // a step ran its all-reduces (the communication thread has had work)
+  // Rank 0's state (variables, slots, loss scale) to every rank, and `values`.
+  Status broadcast_state(std::vector<int64_t>& values);
+  // Puts back the state kept at the start of `step`; without one, true only
+  // when `step` is `completed` (this worker's state is that step's start).
+  bool restore_kept(int64_t step, int64_t completed);
 };
 
 }  // namespace dtrain

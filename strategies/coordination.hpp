@@ -56,6 +56,9 @@ struct CoordinationOptions {
 // step), then the id() of every remaining training task in rank order, one
 // per line.
 std::string membership_key(int64_t generation);
+// The key in which the service posts the generation that a training task
+// lost earlier joins again with (it registered again): `id` is its id().
+std::string rejoin_key(const std::string& id);
 
 // The service, run inside the chief's process.
 class CoordinationService {
@@ -141,6 +144,9 @@ class CoordinationClient {
   // The last training step this task finished, sent with the next heartbeat
   // (at most 1 s later) so that a failure can name it.
   void set_steps_done(int64_t step);
+  // Elastic training: the newest membership generation the service has
+  // pushed down the attach stream (0: none), within milliseconds of its post.
+  int64_t membership_generation() const;
   // Tests only: this task hangs. Its heartbeats stop; its connection stays open.
   void hang_for_test();
 

@@ -85,6 +85,7 @@ class CoordinationClient::Impl {
       *req.mutable_task() = self_proto_;
       req.set_observer(observer_);
       req.set_wait_ms(wait_ms);
+      req.set_incarnation(incarnation_);
       return stub_->Register(ctx, req, out);
     };
     grpc::Status s = poll<coord::WaitResponse>(
@@ -110,6 +111,7 @@ class CoordinationClient::Impl {
     return {};
   }
 
+  int64_t membership_generation() const { return generation_.load(); }
   void set_steps_done(int64_t step) { steps_done_.store(step, std::memory_order_relaxed); }
 
   void hang_for_test() {
@@ -341,6 +343,7 @@ class CoordinationClient::Impl {
     std::string failure;
     while (reader->Read(&event)) {
       if (!event.failure().empty()) failure = event.failure();
+      if (event.generation() > generation_.load()) generation_.store(event.generation());
     }
     grpc::Status s = reader->Finish();
     {
@@ -394,6 +397,10 @@ class CoordinationClient::Impl {
   grpc::ClientContext* active_call_ = nullptr;      // GUARDED_BY(mu_), the heartbeat in flight
   grpc::ClientContext* attach_call_ = nullptr;      // GUARDED_BY(mu_), the attach stream
   std::atomic<int64_t> steps_done_{0};
+  std::atomic<int64_t> generation_{0};  // the newest membership generation pushed
+  // This process, told apart from an earlier one of the same task.
+  const std::string incarnation_ = fmt::format(
+      "{}-{}", ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
   std::thread heartbeat_;
   std::thread attach_;
 };
@@ -425,6 +432,7 @@ Result<bool> CoordinationClient::agree(const std::string& name, bool flag, int64
 void CoordinationClient::report_error(const std::string& message) { impl_->report_error(message); }
 void CoordinationClient::leave() { impl_->leave(); }
 void CoordinationClient::set_steps_done(int64_t step) { impl_->set_steps_done(step); }
+int64_t CoordinationClient::membership_generation() const { return impl_->membership_generation(); }
 void CoordinationClient::hang_for_test() { impl_->hang_for_test(); }
 
 }  // namespace dtrain

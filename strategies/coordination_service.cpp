@@ -32,6 +32,7 @@ struct TaskState {
   int64_t steps_done = 0;  // the last step it reported finished
   int64_t attach = 0;      // which attach stream is its current one (0: none yet)
   bool told = false;       // the cluster's failure went down its attach stream
+  std::string incarnation;  // the registered process (RegisterRequest.incarnation)
 };
 
 // ", after step 110" (the last step the task reported finished), or "" before its first.
@@ -135,10 +136,23 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       }
       auto [it, inserted] = tasks_.try_emplace(task.id());
       TaskState& st = it->second;
-      if (inserted || (st.observer && (st.left || st.dead))) {  // new, or an observer that came back
+      // Elastic training: a training task lost earlier that starts again
+      // joins; one whose new process registers before the loss of the old
+      // one was noticed is lost first.
+      const bool elastic = options_.elastic_min_workers > 0 && rendezvous_done_ && failure_.empty();
+      if (elastic && !inserted && !st.observer && !st.dead && !st.left && !req->incarnation().empty() &&
+          !st.incarnation.empty() && st.incarnation != req->incarnation()) {
+        st.dead = true;
+        lose(st, fmt::format("{} started again{} before its earlier process was found lost", st.task.label(),
+                             after_step(st)));
+      }
+      const bool rejoins = elastic && !inserted && !st.observer && st.dead && generation_ > 0 && failure_.empty();
+      if (inserted || (st.observer && (st.left || st.dead)) || rejoins) {  // new, or came back
         st = TaskState{training ? training_.at(task.id()) : task, req->observer(), false, false, Clock::now()};
+        st.incarnation = req->incarnation();
         cv_.notify_all();
       }
+      if (rejoins) post_membership(fmt::format("{} joined again (its process started anew)", st.task.label()), &st);
       st.last_heartbeat = Clock::now();
       bool observer = req->observer();
       cv_.wait_for(lock, wait_of(req->wait_ms()),
@@ -274,11 +288,22 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       const int64_t mine = ++attach_count_;
       st.attach = mine;
       st.told = false;
+      int64_t pushed = 0;  // the membership generation this stream has told
       while (true) {
-        cv_.wait_for(lock, kAttachPoll,
-                     [&] { return stopping_ || !failure_.empty() || st.left || st.dead || st.attach != mine; });
+        cv_.wait_for(lock, kAttachPoll, [&] {
+          return stopping_ || !failure_.empty() || st.left || st.dead || st.attach != mine || generation_ > pushed;
+        });
         if (stopping_) return shutting_down();
         if (st.attach != mine || st.left) return grpc::Status::OK;
+        if (failure_.empty() && !st.dead && generation_ > pushed) {
+          pushed = generation_;
+          coord::AttachEvent event;
+          event.set_generation(pushed);
+          lock.unlock();
+          writer->Write(event);
+          lock.lock();
+          continue;
+        }
         if (!failure_.empty()) {
           coord::AttachEvent event;
           event.set_failure(failure_);
@@ -366,9 +391,19 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
                               why, alive.size(), options_.training_tasks.size(), min_workers));
       return;
     }
+    post_membership(why, nullptr);
+  }
+
+  // Posts the next membership: the training tasks alive, in rank order;
+  // `joined` (if any) is told the generation it joins with. REQUIRES: mu_ held.
+  void post_membership(const std::string& why, const TaskState* joined) {
     std::string value = why;
-    for (const std::string& id : alive) value += "\n" + id;
+    for (const CoordTask& t : options_.training_tasks) {
+      auto it = tasks_.find(t.id());
+      if (it != tasks_.end() && !it->second.dead && !it->second.observer) value += "\n" + t.id();
+    }
     kv_[membership_key(++generation_)] = value;
+    if (joined != nullptr) kv_[rejoin_key(joined->task.id())] = std::to_string(generation_);
     cv_.notify_all();
   }
 
@@ -437,6 +472,7 @@ Result<std::unique_ptr<CoordinationService>> CoordinationService::start(const st
 }
 
 std::string membership_key(int64_t generation) { return fmt::format("elastic/membership/{}", generation); }
+std::string rejoin_key(const std::string& id) { return "elastic/rejoin/" + id; }
 
 CoordinationService::CoordinationService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 

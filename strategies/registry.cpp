@@ -56,7 +56,9 @@ Result<std::unique_ptr<Strategy>> make_collective(const JobSpec& job, Program& p
   }
   const double bucket_bytes = job.strategy.bucket_mb * 1024.0 * 1024.0;
   std::unique_ptr<GlooComm> comm;
-  if (cluster && cluster->is_training_task() && cluster->size() > 1) {
+  // A task that was lost and started again joins the running group later
+  // (CollectiveStrategy::regroup), not the first one.
+  if (cluster && cluster->is_training_task() && cluster->size() > 1 && !cluster->rejoining()) {
     auto c = GlooComm::create(cluster->client(), cluster->rank(), cluster->size(), cluster->bind_host(),
                               cluster->timeout_secs(), "collective/gloo/");
     if (!c) return c.error();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -119,22 +120,36 @@ class Strategy {
   // True once a collective failed because a worker was lost: nothing
   // computed since the last kept state may be used or saved.
   virtual bool membership_lost() const { return false; }
+  // True when the membership changed (a worker lost or one joining): the
+  // loop regroups at the start of the step.
+  virtual bool membership_changed() const { return false; }
+  // This process was lost earlier and started again: instead of sync_start
+  // it joins the running training through regroup(kJoining, ...).
+  virtual bool rejoining() const { return false; }
+  static constexpr int64_t kJoining = -1;
   struct Regrouped {
-    int64_t redo_step = 0;             // the step the survivors train next
-    std::vector<std::string> lost;     // who was lost, how, after which step
+    int64_t redo_step = 0;             // the step the group trains next
+    int64_t input_position = -1;       // for a joining process: the input's batches delivered at redo_step
+    std::vector<std::string> changes;  // who was lost or joined, how, after which step
     int workers = 0, rank = 0;         // the new group and this process's place in it
     int workers_before = 0;
     // Where each worker's rows of a global batch begin (workers + 1
     // boundaries, the last the global batch).
     std::vector<int64_t> row_cuts;
+    bool restored = false;  // the state was put back (or received) inside the agreement
   };
-  // After membership_lost(): `completed` is the number of steps this
-  // process finished, `global_rows` the global batch. Restores the state
-  // kept for the returned redo_step. Errors are kCluster (too few workers
-  // left, the group could not form).
-  virtual Result<Regrouped> regroup(int64_t completed, int64_t global_rows) {
+  // After membership_lost() or membership_changed(): `completed` is the
+  // number of steps this process finished (kJoining for a process that
+  // joins), `global_rows` the global batch, `position_at(step)` the input
+  // position kept for `step` (-1 if none). Restores the state kept for the
+  // returned redo_step; a joining process receives it (and the input
+  // position) from rank 0. Errors are kCluster (too few workers left, the
+  // group could not form).
+  virtual Result<Regrouped> regroup(int64_t completed, int64_t global_rows,
+                                    const std::function<int64_t(int64_t)>& position_at) {
     (void)completed;
     (void)global_rows;
+    (void)position_at;
     return Error{ErrorKind::kCluster, "this strategy is not elastic"};
   }
   // Seconds the last train_step spent in cross-worker communication, and the

@@ -85,7 +85,7 @@ def test_two_of_four_lost_at_once_the_survivors_go_on_with_the_unfaulted_runs_bi
         assert "worker 2 (127.0.0.1:" in line and "worker 3 (127.0.0.1:" in line, line
         assert "ended without leaving the cluster" in line, line
         m = re.search(rf"2 of 4 workers go on from step (\d+) \(.*\), the global batch 64 split 2 x 32, this worker "
-                      rf"rank {worker} with rows {rows}; step (\d+) done ([0-9.]+) s after the loss was seen", line)
+                      rf"rank {worker} with rows {rows}; step (\d+) done ([0-9.]+) s after the change was seen", line)
         assert m, line
         assert int(m.group(1)) >= 20 and int(m.group(2)) == int(m.group(1)) + 1
         assert float(m.group(3)) < 5.0  # the target for mnist_cnn on loopback
@@ -125,6 +125,44 @@ def test_losses_one_after_another_each_regroup_with_the_unfaulted_runs_bits(tmp_
     assert [re.search(r"rank (\d) with rows (\S+);", l).groups() for l in regroup_lines(err, 2)] == [
         ("2", "32..63"), ("1", "32..63")]
     assert "training finished at step 60; checkpoint" in err
+    assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
+
+
+def test_a_lost_worker_restarted_by_launch_joins_the_running_training_with_the_unfaulted_runs_bits(
+        tmp_path_factory, tmp_path):
+    # Part 2 (grow): launch starts worker 2 again alone; the service takes it
+    # back in a new membership, the others regroup at a step boundary and
+    # rank 0 sends it the state, the step and the input position.
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir, "--max-restarts", "2")
+    wait_for(checkpoint(model_dir, 10), proc)
+    time.sleep(random.uniform(0.0, 0.5))
+    os.kill(task_pid(proc, "worker", 2), signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert re.search(r"dtrain launch: restarting worker 2 alone with its identity \(restart 1 of 2\): it joins the "
+                     r"running training", err), err[-3000:]
+    assert "dtrain launch: all 4 tasks finished (after 1 restart)" in err
+    assert "resuming from" not in err
+    [joined] = regroup_lines(err, 2)
+    assert re.search(r"worker 2 \(127\.0\.0\.1:\d+\) joined again \(its process started anew\); this worker joined "
+                     r"the running training as 1 of 4 workers; they go on from step \d+ .*split 4 x 16, this worker rank 2 "
+                     r"with rows 32\.\.47; step \d+ done", joined), joined
+    assert re.search(r"joined again .*; 4 workers \([34] before\) go on", regroup_lines(err, 0)[-1])
+    assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
+
+
+def test_the_chief_lost_restarts_every_task_and_resume_keeps_the_bits(tmp_path_factory, tmp_path):
+    # Worker 0 hosts the coordination service: its loss stops the cluster
+    # (exit 4) and launch restarts every task from the latest checkpoint.
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir, "--max-restarts", "1")
+    wait_for(checkpoint(model_dir, 20), proc)
+    time.sleep(random.uniform(0.0, 0.5))
+    os.kill(task_pid(proc, "worker", 0), signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert re.search(r"dtrain launch: worker 0 \(127\.0\.0\.1:\d+\) was killed by SIGKILL; restarting every task", err)
     assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
 
 
