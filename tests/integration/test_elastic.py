@@ -61,20 +61,27 @@ def assert_same_bits(model_dir, expected):
         assert np.array_equal(final[name], expected[name]), name
 
 
+def kill_past(model_dir, step, victims, *extra, workers=4, within=0.5):
+    """Launches, kills -9 `victims` (worker indices) at a random moment within
+    `within` s after the step-`step` checkpoint, and returns launch's stderr."""
+    proc = launch(model_dir, *extra, workers=workers)
+    wait_for(checkpoint(model_dir, step), proc)
+    time.sleep(random.uniform(0.0, within))
+    pids = [task_pid(proc, "worker", v) for v in victims]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return err
+
+
 def regroup_lines(err, worker):
     return re.findall(rf"^\[worker {worker}\] elastic: (.*)$", err, re.M)
 
 
 def test_two_of_four_lost_at_once_the_survivors_go_on_with_the_unfaulted_runs_bits(tmp_path_factory, tmp_path):
     model_dir = tmp_path / "run"
-    proc = launch(model_dir)
-    wait_for(checkpoint(model_dir, 20), proc)
-    time.sleep(random.uniform(0.0, 1.0))  # at a random moment of a step past the checkpoint
-    victims = [task_pid(proc, "worker", 2), task_pid(proc, "worker", 3)]
-    for pid in victims:
-        os.kill(pid, signal.SIGKILL)
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
+    err = kill_past(model_dir, 20, [2, 3], within=1.0)  # at a random moment of a step past the checkpoint
     for index in (2, 3):
         assert re.search(rf"dtrain launch: worker {index} \(127\.0\.0\.1:\d+\) was killed by SIGKILL\n"
                          rf"dtrain launch: strategy\.elastic: the other tasks go on without worker {index}", err)
@@ -95,12 +102,7 @@ def test_two_of_four_lost_at_once_the_survivors_go_on_with_the_unfaulted_runs_bi
 def test_worker_1_of_3_lost_two_go_on_in_whole_micro_batches_with_the_unfaulted_runs_bits(tmp_path_factory, tmp_path):
     # 48 rows = 3 micro-batches: the survivors take 32 + 16 rows, the sums the tree (mb0 + mb1) + mb2 of 3 x 16.
     model_dir = tmp_path / "run"
-    proc = launch(model_dir, workers=3)
-    wait_for(checkpoint(model_dir, 10), proc)
-    time.sleep(random.uniform(0.0, 1.5))
-    os.kill(task_pid(proc, "worker", 1), signal.SIGKILL)
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
+    err = kill_past(model_dir, 10, [1], workers=3, within=1.5)
     [line] = regroup_lines(err, 2)
     assert re.search(r"^worker 1 .*; 2 of 3 workers go on from step \d+ .*the global batch 48 split 32 \+ 16 \(whole "
                      r"micro-batches of 16, in ranges of the one_device sum's tree\), this worker rank 1 with rows "
@@ -134,12 +136,7 @@ def test_a_lost_worker_restarted_by_launch_joins_the_running_training_with_the_u
     # back in a new membership, the others regroup at a step boundary and
     # rank 0 sends it the state, the step and the input position.
     model_dir = tmp_path / "run"
-    proc = launch(model_dir, "--max-restarts", "2")
-    wait_for(checkpoint(model_dir, 10), proc)
-    time.sleep(random.uniform(0.0, 0.5))
-    os.kill(task_pid(proc, "worker", 2), signal.SIGKILL)
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
+    err = kill_past(model_dir, 10, [2], "--max-restarts", "2")
     assert re.search(r"dtrain launch: restarting worker 2 alone with its identity \(restart 1 of 2\): it joins the "
                      r"running training", err), err[-3000:]
     assert "dtrain launch: all 4 tasks finished (after 1 restart)" in err
@@ -156,13 +153,10 @@ def test_the_chief_lost_restarts_every_task_and_resume_keeps_the_bits(tmp_path_f
     # Worker 0 hosts the coordination service: its loss stops the cluster
     # (exit 4) and launch restarts every task from the latest checkpoint.
     model_dir = tmp_path / "run"
-    proc = launch(model_dir, "--max-restarts", "1")
-    wait_for(checkpoint(model_dir, 20), proc)
-    time.sleep(random.uniform(0.0, 0.5))
-    os.kill(task_pid(proc, "worker", 0), signal.SIGKILL)
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    assert re.search(r"dtrain launch: worker 0 \(127\.0\.0\.1:\d+\) was killed by SIGKILL; restarting every task", err)
+    err = kill_past(model_dir, 20, [0], "--max-restarts", "1")
+    # The others end with exit 4 at once; launch names whichever it reaped first.
+    assert re.search(r"dtrain launch: worker 0 \(127\.0\.0\.1:\d+\) was killed by SIGKILL\n", err), err[-3000:]
+    assert re.search(r"; restarting every task with its identity \(restart 1 of 1\)", err), err[-3000:]
     assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
 
 
