@@ -61,15 +61,26 @@ def assert_same_bits(model_dir, expected):
         assert np.array_equal(final[name], expected[name]), name
 
 
-def kill_past(model_dir, step, victims, *extra, workers=4, within=0.5):
-    """Launches, kills -9 `victims` (worker indices) at a random moment within
-    `within` s after the step-`step` checkpoint, and returns launch's stderr."""
-    proc = launch(model_dir, *extra, workers=workers)
+def kill_soon_after(proc, model_dir, step, victims, within):
+    """Kills -9 `victims` (worker indices) at a random moment within `within` s
+    after the step-`step` checkpoint, but before the checkpoint 10 steps later
+    appears: on a fast machine the rest of the run can take less than `within`,
+    and a kill after the end would test nothing."""
     wait_for(checkpoint(model_dir, step), proc)
-    time.sleep(random.uniform(0.0, within))
     pids = [task_pid(proc, "worker", v) for v in victims]
+    deadline = time.monotonic() + random.uniform(0.0, within)
+    later = checkpoint(model_dir, step + 10)
+    while time.monotonic() < deadline and not later.exists():
+        time.sleep(0.002)
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
+
+
+def kill_past(model_dir, step, victims, *extra, workers=4, within=0.5):
+    """Launches, kills -9 `victims` soon after the step-`step` checkpoint
+    (kill_soon_after), and returns launch's stderr."""
+    proc = launch(model_dir, *extra, workers=workers)
+    kill_soon_after(proc, model_dir, step, victims, within)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
     return err
@@ -114,9 +125,7 @@ def test_losses_one_after_another_each_regroup_with_the_unfaulted_runs_bits(tmp_
     model_dir = tmp_path / "run"
     proc = launch(model_dir)
     for step, victim in ((10, 3), (30, 1)):
-        wait_for(checkpoint(model_dir, step), proc)
-        time.sleep(random.uniform(0.0, 0.5))
-        os.kill(task_pid(proc, "worker", victim), signal.SIGKILL)
+        kill_soon_after(proc, model_dir, step, [victim], 0.5)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
     first, second = regroup_lines(err, 0)

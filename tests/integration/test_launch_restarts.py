@@ -79,8 +79,13 @@ def test_a_killed_worker_restarts_the_cluster_and_the_result_is_the_unfaulted_ru
     model_dir = tmp_path / "run"
     proc = launch(model_dir, "--max-restarts", "2")
     wait_for(checkpoint(model_dir, 20), proc)
-    time.sleep(0.3)  # a few steps past the checkpoint: they are done again after the restart
-    os.kill(task_pid(proc, *victim), signal.SIGKILL)
+    pid = task_pid(proc, *victim)
+    # A few steps past the checkpoint (they are done again after the restart),
+    # before the next one: a fast machine must not finish first.
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline and not checkpoint(model_dir, 30).exists():
+        time.sleep(0.002)
+    os.kill(pid, signal.SIGKILL)
     _, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-3000:]
     kind, index = victim
