@@ -129,6 +129,7 @@ int run_ps_task(const JobSpec& job, ClusterRuntime& cluster, std::optional<int> 
   config.sync = job.strategy.mode == "sync";
   config.num_workers = cluster.size();
   config.timeout_secs = cluster.timeout_secs();
+  config.elastic = cluster.elastic();
   const std::string& address = cluster.resolved().address;
   auto service = ParameterService::start("0.0.0.0:" + address.substr(address.rfind(':') + 1), config);
   if (!service) {
@@ -219,18 +220,14 @@ int run_train(const Args& a) {
     ClusterRuntime::JoinOptions join;
     join.with_ps = strategy_traits(job->strategy).needs_ps_tasks;
     join.workers_may_die = strategy_traits(job->strategy).workers_may_die;
-    if (job->strategy.type == "collective") join.elastic_min_workers = job->strategy.elastic_min_workers;
     size_t tasks = 0, training = 0;
     for (const auto& [type, addresses] : (*rc)->cluster.tasks) {
       tasks += addresses.size();
       if (type == "chief" || type == "worker") training += addresses.size();
     }
     // Before joining: every task stops with the same config error.
-    if (join.elastic_min_workers > static_cast<int64_t>(training)) {
-      return fail(config_error(fmt::format("{}: strategy.elastic.min_workers: {} is more than the cluster's {} "
-                                           "training task(s) (the chief and the workers)",
-                                           a.jobs[0], join.elastic_min_workers, training)));
-    }
+    if (Status s = check_elastic(*job, static_cast<int>(training)); !s) return fail(s.error());
+    join.elastic_min_workers = job->strategy.elastic_min_workers;
     Logger startup(options.log_format, stderr);  // forming the cluster can take up to the timeout: say so at once
     startup.status(fmt::format("joining the cluster as {} {} ({} tasks, from {}; waiting up to {:g} s for the others)",
                                (*rc)->task.type, (*rc)->task.index, tasks, (*rc)->source, (*rc)->timeout_secs));

@@ -191,7 +191,7 @@ Status start_tasks(const LaunchArgs& a, const nlohmann::json& cluster, std::vect
 // rejoin(t) may then start it again (true when it did).
 template <class StopsCluster, class MayBeLost, class Rejoin>
 Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const StopsCluster& stops_cluster,
-                    const MayBeLost& may_be_lost, const Rejoin& rejoin) {
+                    const MayBeLost& may_be_lost, const Rejoin& rejoin, const std::string& lost_why) {
   Outcome o;
   // After a task failed: when the rest get SIGTERM, then SIGKILL, if still running.
   std::optional<std::chrono::steady_clock::time_point> term_at, kill_at;
@@ -262,7 +262,7 @@ Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const 
               running = true;
               continue;
             }
-            std::fprintf(stderr, "dtrain launch: strategy.elastic: the other tasks go on without %s %d\n",
+            std::fprintf(stderr, "dtrain launch: %s: the other tasks go on without %s %d\n", lost_why.c_str(),
                          t.type.c_str(), t.index);
             o.lost.push_back(how);
             continue;
@@ -344,8 +344,13 @@ int run_launch(const LaunchArgs& a) {
   // strategy.elastic: a worker other than the one hosting the coordination
   // service may be lost; the survivors regroup (and stop by themselves,
   // exit 4, when fewer than min_workers remain).
-  const bool elastic = job->strategy.type == "collective" && job->strategy.elastic_min_workers > 0;
-  auto may_be_lost = [&](const Task& t) { return elastic && t.type == "worker" && (a.chief || t.index > 0); };
+  // Likewise any worker but the first in async parameter_server mode
+  // (workers_may_die): training goes on without it, and one restarted trains on.
+  const bool elastic = strategy_traits(job->strategy).elastic && job->strategy.elastic_min_workers > 0;
+  const std::string lost_why = elastic ? "strategy.elastic" : "parameter_server mode async";
+  auto may_be_lost = [&](const Task& t) {
+    return (elastic || workers_may_die) && t.type == "worker" && (a.chief || t.index > 0);
+  };
   const std::string threads_line = share_threads(a, *job, tasks);
   for (int restarts = 0;; ++restarts) {
     nlohmann::json cluster;
@@ -360,8 +365,8 @@ int run_launch(const LaunchArgs& a) {
       ++restarts;
       std::fprintf(stderr,
                    "dtrain launch: restarting %s %d alone with its identity (restart %d of %d): it joins the "
-                   "running training (strategy.elastic)\n",
-                   t.type.c_str(), t.index, restarts, a.max_restarts);
+                   "running training (%s)\n",
+                   t.type.c_str(), t.index, restarts, a.max_restarts, lost_why.c_str());
       if (Status s = start_task(a, cluster, t); !s) {
         std::fprintf(stderr, "dtrain: %s\n", s.error().message.c_str());
         t.exit_code = 1;
@@ -369,7 +374,7 @@ int run_launch(const LaunchArgs& a) {
       }
       return true;
     };
-    const Outcome o = watch_tasks(tasks, signals, stops_cluster, may_be_lost, rejoin);
+    const Outcome o = watch_tasks(tasks, signals, stops_cluster, may_be_lost, rejoin, lost_why);
     if (o.code == 0) {
       const std::string after =
           restarts == 0 ? "" : fmt::format(" (after {} restart{})", restarts, restarts == 1 ? "" : "s");

@@ -40,7 +40,8 @@ std::string regroup_line(const Strategy::Regrouped& r, int64_t rows, int64_t mic
 
 Status Estimator::regroup_after_loss(TrainingSetup& t) {
   ElasticLoop& e = t.elastic;
-  e.lost_at = std::chrono::steady_clock::now();
+  const bool again = !e.pending.empty();  // no step done over the group before: one line tells both
+  if (!again) e.lost_at = std::chrono::steady_clock::now();
   log_.end_progress();
   const int64_t completed = global_step_;
   // The same global batch, split over the new group.
@@ -66,6 +67,12 @@ Status Estimator::regroup_after_loss(TrainingSetup& t) {
   if (Status s = (*input)->restore(position); !s) return s;
   e.input->replace(std::move(*input));
   global_step_ = r->redo_step;
+  if (again) {
+    r->changes.insert(r->changes.begin(), e.pending_changes.begin(), e.pending_changes.end());
+    r->workers_before = e.pending_workers_before;
+  }
+  e.pending_changes = r->changes;
+  e.pending_workers_before = r->workers_before;
   e.pending = regroup_line(*r, rows, program_.micro_batch_rows);
   return Status::Ok();
 }
@@ -79,6 +86,8 @@ Status Estimator::join_running_training(TrainingSetup& t, int64_t global_rows) {
   elastic_row_cuts_ = r->row_cuts;
   global_step_ = r->redo_step;
   restored_input_position_ = r->input_position;
+  t.elastic.pending_changes = r->changes;
+  t.elastic.pending_workers_before = r->workers_before;
   t.elastic.pending = regroup_line(*r, global_rows, program_.micro_batch_rows);
   t.elastic.joined = true;
   return Status::Ok();

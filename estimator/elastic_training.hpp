@@ -59,6 +59,11 @@ struct ElasticLoop {
   // After a regroup: the line to log once the first step over the new group
   // is done, and when the loss was first seen.
   std::string pending;
+  // Of the regroups since the last step done (workers lost one after
+  // another, each noticed before a step over the group before completed):
+  // the changes and the group size before the first, told in one line.
+  std::vector<std::string> pending_changes;
+  int pending_workers_before = 0;
   bool joined = false;  // this process joined the running training (started again after it was lost)
   std::chrono::steady_clock::time_point lost_at{};
 

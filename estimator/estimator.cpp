@@ -351,6 +351,10 @@ Status Estimator::save(int64_t input_position, const std::string& input_state) {
     data.metadata["loss_scale_good_steps"] = std::to_string(program_.loss_scale.good_steps());
   }
   data.tensors = strategy_->logical_state();
+  // Elastic training: the workers changed before this step's state was
+  // whole (a sync parameter server's snapshot waits for every push); the
+  // group redoes the step and saves it then.
+  if (strategy_->membership_lost()) return Status::Ok();
   auto path = save_checkpoint(job_.run.model_dir, data,
                               KeepPolicy{job_.run.keep_checkpoint_max, job_.run.keep_checkpoint_every_n_hours, {}});
   if (!path) return path.error();

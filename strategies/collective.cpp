@@ -269,16 +269,9 @@ Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t comple
   // (tree_parts), added across the workers in that tree's order: the sums
   // keep the grouping of one_device, and of the run before the loss, when
   // its shares were a power of two of them. Else as even as the rows allow.
-  const auto n = static_cast<size_t>(r.workers);
-  const int64_t mb = program_.micro_batch_rows;
-  r.row_cuts.clear();
-  if (mb > 0 && global_rows % mb == 0 && static_cast<size_t>(global_rows / mb) >= n) {
-    std::vector<size_t> bounds = tree_parts(static_cast<size_t>(global_rows / mb), n);
-    for (size_t b : bounds) r.row_cuts.push_back(static_cast<int64_t>(b) * mb);
-    comm_->set_ordered_parts(std::move(bounds));
-  } else {
-    for (size_t k = 0; k <= n; ++k) r.row_cuts.push_back(global_rows * static_cast<int64_t>(k) / r.workers);
-  }
+  ElasticSplit split = elastic_split(global_rows, static_cast<size_t>(r.workers), program_.micro_batch_rows);
+  r.row_cuts = std::move(split.row_cuts);
+  if (!split.bounds.empty()) comm_->set_ordered_parts(std::move(split.bounds));
   return r;
 }
 

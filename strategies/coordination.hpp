@@ -85,6 +85,8 @@ class CoordinationService {
   // Labels of the observers declared dead so far (ended without leaving, or
   // no heartbeat for timeout_secs), in the order they were declared.
   std::vector<std::string> dead_observers() const;
+  // Labels of the dead observers that registered again, in that order.
+  std::vector<std::string> returned_observers() const;
 
   class Impl;
 
@@ -134,8 +136,12 @@ class CoordinationClient {
   Status barrier(const std::string& name);
   // Blocks until `parties` tasks have entered agreement `name` (each name
   // used once), and returns whether any of them gave `flag` true. Fails like
-  // barrier() when a party does not arrive within timeout_secs.
-  Result<bool> agree(const std::string& name, bool flag, int64_t parties);
+  // barrier() when a party does not arrive within timeout_secs. Elastic
+  // training: with `abandon`, gives up (kCluster) once abandon() is true
+  // while the agreement is incomplete (a membership generation posted wakes
+  // the wait).
+  Result<bool> agree(const std::string& name, bool flag, int64_t parties,
+                     const std::function<bool()>& abandon = {});
   // Tells the service this task failed (the others stop with this message).
   void report_error(const std::string& message);
   // This task ends cleanly: it will send no more heartbeats and must not be

@@ -183,7 +183,7 @@ class CoordinationClient::Impl {
     return {};
   }
 
-  Result<bool> agree(const std::string& name, bool flag, int64_t parties) {
+  Result<bool> agree(const std::string& name, bool flag, int64_t parties, const std::function<bool()>& abandon) {
     if (auto f = failure()) return *f;
     coord::AgreeResponse resp;
     auto agree_call = [&](grpc::ClientContext* ctx, int64_t wait_ms, coord::AgreeResponse* out) {
@@ -193,13 +193,18 @@ class CoordinationClient::Impl {
       req.set_flag(flag);
       req.set_parties(parties);
       req.set_wait_ms(wait_ms);
+      req.set_generation(generation_.load());
       return stub_->Agree(ctx, req, out);
     };
     grpc::Status s = poll<coord::AgreeResponse>(
-        agree_call, [](const coord::AgreeResponse& r) { return r.complete() || !r.failure().empty(); }, &resp,
-        Clock::now() + timeout_);
+        agree_call,
+        [&](const coord::AgreeResponse& r) { return r.complete() || !r.failure().empty() || (abandon && abandon()); },
+        &resp, Clock::now() + timeout_);
     if (!s.ok()) return cluster_error(describe(s, fmt::format("agreement \"{}\"", name)));
     if (!resp.failure().empty()) return cluster_error(resp.failure());
+    if (!resp.complete() && abandon && abandon()) {
+      return cluster_error(fmt::format("agreement \"{}\" given up: the workers changed", name));
+    }
     if (!resp.complete()) {
       return cluster_error(fmt::format("agreement \"{}\": {} of {} tasks arrived within {} s", name, resp.arrived(),
                                        parties, format_secs(options_.timeout_secs)));
@@ -426,8 +431,9 @@ Result<std::string> CoordinationClient::get(const std::string& key, std::optiona
   return impl_->get(key, timeout);
 }
 Status CoordinationClient::barrier(const std::string& name) { return impl_->barrier(name); }
-Result<bool> CoordinationClient::agree(const std::string& name, bool flag, int64_t parties) {
-  return impl_->agree(name, flag, parties);
+Result<bool> CoordinationClient::agree(const std::string& name, bool flag, int64_t parties,
+                                       const std::function<bool()>& abandon) {
+  return impl_->agree(name, flag, parties, abandon);
 }
 void CoordinationClient::report_error(const std::string& message) { impl_->report_error(message); }
 void CoordinationClient::leave() { impl_->leave(); }

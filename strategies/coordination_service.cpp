@@ -35,6 +35,8 @@ struct TaskState {
   std::string incarnation;  // the registered process (RegisterRequest.incarnation)
 };
 
+bool is_ps(const CoordTask& t) { return t.type == "ps"; }
+
 // ", after step 110" (the last step the task reported finished), or "" before its first.
 std::string after_step(const TaskState& st) {
   return st.steps_done > 0 ? fmt::format(" after step {}", st.steps_done) : std::string();
@@ -104,6 +106,11 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     return dead_observers_;
   }
 
+  std::vector<std::string> returned_observers() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return returned_observers_;
+  }
+
   std::string failure() const {
     std::lock_guard<std::mutex> lock(mu_);
     return failure_;
@@ -140,13 +147,22 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       // joins; one whose new process registers before the loss of the old
       // one was noticed is lost first.
       const bool elastic = options_.elastic_min_workers > 0 && rendezvous_done_ && failure_.empty();
-      if (elastic && !inserted && !st.observer && !st.dead && !st.left && !req->incarnation().empty() &&
+      if (elastic && !inserted && !st.observer && !st.dead && !st.left && !is_ps(st.task) && !req->incarnation().empty() &&
           !st.incarnation.empty() && st.incarnation != req->incarnation()) {
         st.dead = true;
         lose(st, fmt::format("{} started again{} before its earlier process was found lost", st.task.label(),
                              after_step(st)));
       }
-      const bool rejoins = elastic && !inserted && !st.observer && st.dead && generation_ > 0 && failure_.empty();
+      const bool rejoins = elastic && !inserted && !st.observer && st.dead && generation_ > 0 && failure_.empty() &&
+                           !is_ps(st.task);
+      // An observer (an async parameter_server worker) started again: one
+      // whose old process was not found dead yet is dead first.
+      if (!inserted && st.observer && !st.dead && !st.left && !req->incarnation().empty() &&
+          !st.incarnation.empty() && st.incarnation != req->incarnation()) {
+        st.dead = true;
+        dead_observers_.push_back(st.task.label());
+      }
+      if (!inserted && st.observer && st.dead) returned_observers_.push_back(st.task.label());
       if (inserted || (st.observer && (st.left || st.dead)) || rejoins) {  // new, or came back
         st = TaskState{training ? training_.at(task.id()) : task, req->observer(), false, false, Clock::now()};
         st.incarnation = req->incarnation();
@@ -255,8 +271,11 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       if (a.arrived.insert(id).second) cv_.notify_all();
       a.any = a.any || req->flag();
       const size_t parties = static_cast<size_t>(std::max<int64_t>(req->parties(), 1));
-      cv_.wait_for(lock, wait_of(req->wait_ms()),
-                   [&] { return stopping_ || !failure_.empty() || a.arrived.size() >= parties; });
+      // A membership the caller does not know yet (elastic training)
+      // answers at once: the caller may give the agreement up.
+      cv_.wait_for(lock, wait_of(req->wait_ms()), [&] {
+        return stopping_ || !failure_.empty() || a.arrived.size() >= parties || generation_ > req->generation();
+      });
       if (stopping_) return shutting_down();
       resp->set_failure(failure_);
       resp->set_arrived(static_cast<int64_t>(a.arrived.size()));
@@ -379,16 +398,21 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       fail(why);
       return;
     }
+    // ps tasks hold variables nobody else has: their loss stops the cluster.
     std::vector<std::string> alive;
+    size_t workers = 0;
     for (const CoordTask& t : options_.training_tasks) {
+      if (is_ps(t)) continue;
+      ++workers;
       auto it = tasks_.find(t.id());
       if (it != tasks_.end() && !it->second.dead && !it->second.observer) alive.push_back(t.id());
     }
     const bool host = !options_.training_tasks.empty() && st.task.id() == options_.training_tasks.front().id();
-    if (host || static_cast<int64_t>(alive.size()) < min_workers) {
-      fail(host ? why
-                : fmt::format("{}; {} of the {} training tasks remain, fewer than strategy.elastic.min_workers {}",
-                              why, alive.size(), options_.training_tasks.size(), min_workers));
+    if (host || is_ps(st.task) || static_cast<int64_t>(alive.size()) < min_workers) {
+      fail(host || is_ps(st.task)
+               ? why
+               : fmt::format("{}; {} of the {} training tasks remain, fewer than strategy.elastic.min_workers {}",
+                             why, alive.size(), workers, min_workers));
       return;
     }
     post_membership(why, nullptr);
@@ -400,7 +424,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     std::string value = why;
     for (const CoordTask& t : options_.training_tasks) {
       auto it = tasks_.find(t.id());
-      if (it != tasks_.end() && !it->second.dead && !it->second.observer) value += "\n" + t.id();
+      if (!is_ps(t) && it != tasks_.end() && !it->second.dead && !it->second.observer) value += "\n" + t.id();
     }
     kv_[membership_key(++generation_)] = value;
     if (joined != nullptr) kv_[rejoin_key(joined->task.id())] = std::to_string(generation_);
@@ -445,6 +469,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   std::condition_variable cv_;
   std::map<std::string, TaskState> tasks_;                  // GUARDED_BY(mu_), registered tasks by id()
   std::vector<std::string> dead_observers_;                 // GUARDED_BY(mu_), labels, in order
+  std::vector<std::string> returned_observers_;             // GUARDED_BY(mu_), dead ones registered again, in order
   std::map<std::string, std::string> kv_;                   // GUARDED_BY(mu_)
   std::map<std::string, std::set<std::string>> barriers_;   // GUARDED_BY(mu_), name -> ids arrived
   struct Agreement {
@@ -491,5 +516,6 @@ bool CoordinationService::wait_failure_told(std::chrono::steady_clock::time_poin
 }
 
 std::vector<std::string> CoordinationService::dead_observers() const { return impl_->dead_observers(); }
+std::vector<std::string> CoordinationService::returned_observers() const { return impl_->returned_observers(); }
 
 }  // namespace dtrain

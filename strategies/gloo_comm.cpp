@@ -187,7 +187,7 @@ class GlooComm::Impl {
     if (bounds_.empty()) {
       tree_sum(n, add);
     } else {
-      add_as_nodes(0, bounds_.back(), add);
+      tree_sum_ranges(bounds_, add);
     }
     return run("all_reduce_sum_ordered (all-gather)", [&] {
       gloo::AllgatherOptions opts(context_);
@@ -201,19 +201,6 @@ class GlooComm::Impl {
   }
 
   void set_ordered_parts(std::vector<size_t> bounds) { bounds_ = std::move(bounds); }
-
-  // Adds the ranks whose ranges cover parts [lo, hi) in the tree's order;
-  // returns the rank that holds their sum. REQUIRES: every rank's range is
-  // a node of the tree (tree_parts).
-  template <class Add>
-  size_t add_as_nodes(size_t lo, size_t hi, Add& add) {
-    const auto first = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), lo) - bounds_.begin());
-    if (bounds_[first + 1] == hi) return first;  // one rank's range
-    const size_t mid = lo + tree_split(hi - lo);
-    const size_t a = add_as_nodes(lo, mid, add), b = add_as_nodes(mid, hi, add);
-    add(a, b);
-    return a;
-  }
 
   Status broadcast(void* data, size_t bytes, int root) {
     if (root < 0 || root >= size()) {

@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <future>
 #include <optional>
+#include <thread>
 
 #include "strategies/all_reduce.hpp"
 #include "strategies/replica_step.hpp"
+#include "strategies/rpc_time.hpp"
+#include "strategies/tree_sum.hpp"
 
 namespace dtrain {
 namespace {
@@ -32,7 +35,17 @@ ParameterServerStrategy::ParameterServerStrategy(Program& program, std::vector<D
       cluster_(cluster),
       placement_(std::move(placement)),
       ps_(std::move(ps)),
-      sync_(sync) {}
+      sync_(sync),
+      elastic_(sync && cluster.elastic()),
+      rank_(cluster.rank()),
+      workers_(cluster.size()) {
+  for (int w = 0; w < workers_; ++w) member_ranks_.push_back(w);
+  if (elastic_) {
+    // A step that a lost worker never pushes is given up once the service
+    // posts the next membership.
+    for (auto& c : ps_) c->set_abandon([this] { return cluster_.membership_superseded(); });
+  }
+}
 
 Status ParameterServerStrategy::create_variables() {
   // The local cache of the ps' variables is on the host (pulls and pushes
@@ -44,6 +57,31 @@ Status ParameterServerStrategy::create_variables() {
 }
 
 void ParameterServerStrategy::fail(const Error& e) { cluster_.fail_after_comm_error(e); }
+
+void ParameterServerStrategy::failed(const Error& e) {
+  if (elastic_) {
+    // A lost worker: its step never completes (a pull or an agreement gives
+    // up), or a ps fenced for the next group refuses this push. The
+    // membership reaches this task within moments of the service's post.
+    const double heartbeat = rpc_time::default_heartbeat_secs(cluster_.timeout_secs());
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(static_cast<int64_t>((3 * heartbeat + 3) * 1000));
+    while (!cluster_.membership_superseded() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (cluster_.membership_superseded()) {
+      if (!lost_) lost_ = e;
+      return;
+    }
+  }
+  fail(e);
+}
+
+std::string ParameterServerStrategy::agreement_name() {
+  // Before any change of workers the names are those of every earlier dtrain.
+  return generation_ == 0 ? fmt::format("ps/any_worker/{}", agreements_++)
+                          : fmt::format("ps/any_worker/{}/{}", generation_, agreements_++);
+}
 
 Status ParameterServerStrategy::restore(const CheckpointData& ckpt) {
   if (Status s = assign_state(program_, ckpt, values_, slots_); !s) return s;
@@ -59,7 +97,11 @@ std::vector<std::pair<std::string, Tensor>> ParameterServerStrategy::logical_sta
   }
   for (size_t t = 0; t < ps_.size(); ++t) {
     auto snap = snaps[t].get();
-    if (!snap) fail(snap.error());
+    if (!snap) {
+      // Elastic: the step will be redone; the estimator saves nothing now.
+      failed(snap.error());
+      continue;
+    }
     const auto& mine = placement_.by_ps[t];
     for (size_t k = 0; k < mine.size(); ++k) {
       const PsPiece& piece = placement_.pieces[mine[k]];
@@ -113,7 +155,10 @@ int64_t ParameterServerStrategy::pull_all(int64_t min_step) {
   int64_t step = 0;
   for (size_t t = 0; t < ps_.size(); ++t) {
     auto got = pulls[t].get();
-    if (!got) fail(got.error());
+    if (!got) {
+      failed(got.error());
+      continue;
+    }
     step = std::max(step, got->step);
     const auto& mine = placement_.by_ps[t];
     for (size_t k = 0; k < mine.size(); ++k) {
@@ -130,11 +175,13 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
     const ProfileScope profile(program_.profiler, "ps", "pull");
     seen_step_ = pull_all(sync_ ? step : 0);
   }
+  if (lost_) return {};  // elastic: the group changed; the step is redone over the new one
   double rpc = seconds_since(t0);
   refresh_private_copies(values_);
   // sync: the mean is over the global batch of every worker (equal batches);
   // async: each push is one worker's own mean.
-  const float scale = program_.grad_scale(sync_ ? batch.size() * num_workers() : batch.size());
+  const float scale =
+      program_.grad_scale(!sync_ ? batch.size() : global_rows_ > 0 ? global_rows_ : batch.size() * num_workers());
   const auto outs = on_shards(batch.size(), [&](int r, int64_t begin, int64_t end) {
     ReplicaState& rs = replicas_[static_cast<size_t>(r)];
     if (end <= begin) {
@@ -184,12 +231,13 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
       if (!nt.empty() && is_chief()) {
         if (Status s = ps_[t]->push_values(nt); !s) return s;
       }
-      return ps_[t]->push(worker_index(), push_step, lr, g, skip);
+      return ps_[t]->push(worker_index(), push_step, lr, g, skip, generation_);
     }));
   }
   for (auto& f : pushes) {
-    if (Status s = f.get(); !s) fail(s.error());
+    if (Status s = f.get(); !s) failed(s.error());
   }
+  if (lost_) return {};
   push_scope.reset();
   rpc += seconds_since(t1);
   last_rpc_seconds_ = rpc;
@@ -202,11 +250,23 @@ StepOutput ParameterServerStrategy::train_step(const Batch& batch, int64_t step,
     for (const std::string& label : service->dead_observers()) {
       if (label.rfind("worker ", 0) == 0) dead.push_back(label);
     }
+    std::vector<std::string> back;
+    for (const std::string& label : service->returned_observers()) {
+      if (label.rfind("worker ", 0) == 0) back.push_back(label);
+    }
+    const size_t alive = static_cast<size_t>(num_workers()) - dead.size() + back.size();
     for (; reported_dead_ < dead.size(); ++reported_dead_) {
       std::fprintf(stderr,
                    "dtrain: %s is gone (its process ended, or it hung and sent no heartbeat); training goes on "
-                   "with %zu of %d workers\n", dead[reported_dead_].c_str(), static_cast<size_t>(num_workers()) - dead.size(),
-                   num_workers());
+                   "with %zu of %d workers; an update it had in flight is lost (a push that reached only some ps "
+                   "tasks is applied on those)\n",
+                   dead[reported_dead_].c_str(), alive, num_workers());
+    }
+    for (; reported_back_ < back.size(); ++reported_back_) {
+      std::fprintf(stderr,
+                   "dtrain: %s started again and trains with the others (%zu of %d workers): it pulls the current "
+                   "variables, and its input starts where this run started\n",
+                   back[reported_back_].c_str(), alive, num_workers());
     }
   }
   // sync: the state after this step's update (applied once every worker pushed).
@@ -232,18 +292,24 @@ bool ParameterServerStrategy::any_worker(bool flag) {
   if (!sync_ || num_workers() <= 1) return flag;
   // Every worker calls any_worker in the same order (the training loop's
   // decisions are the agreed ones), so the n-th call of each is one agreement.
-  auto any = cluster_.client().agree(fmt::format("ps/any_worker/{}", agreements_++), flag, num_workers());
-  if (!any) fail(any.error());
+  std::function<bool()> abandon;
+  if (elastic_) abandon = [this] { return cluster_.membership_superseded(); };
+  auto any = cluster_.client().agree(agreement_name(), flag, num_workers(), abandon);
+  if (!any) {
+    failed(any.error());
+    return flag;
+  }
   return *any;
 }
 
 Status ParameterServerStrategy::finish_training() {
   CoordinationClient& coord = cluster_.client();
-  if (!is_chief()) return coord.set(fmt::format("ps/worker_done/{}", worker_index()), "1");
+  if (!is_chief()) return coord.set(fmt::format("ps/worker_done/{}", cluster_.rank()), "1");
   // The ps tasks stop once every worker is done with them (a worker that
   // died in async mode is waited for at most timeout_secs).
-  for (int w = 0; w < num_workers(); ++w) {
-    if (w == worker_index()) continue;
+  // Elastic: the workers of the last group (a lost one reports nothing).
+  for (int w : member_ranks_) {
+    if (w == cluster_.rank()) continue;
     if (auto done = coord.get(fmt::format("ps/worker_done/{}", w)); !done) {
       std::fprintf(stderr, "dtrain: %s did not report the end of its training (%s); stopping the ps tasks\n",
                    cluster_.training_tasks()[static_cast<size_t>(w)].label().c_str(), done.error().message.c_str());
@@ -274,6 +340,102 @@ int64_t ParameterServerStrategy::bytes_pushed() const {
   int64_t n = 0;
   for (const auto& c : ps_) n += c->bytes_sent();
   return n;
+}
+
+Result<ParameterServerStrategy::Regrouped> ParameterServerStrategy::regroup(
+    int64_t completed, int64_t global_rows, const std::function<int64_t(int64_t)>& position_at) {
+  Regrouped r;
+  const bool joining = completed == kJoining;
+  r.workers_before = joining ? 0 : workers_;
+  CoordinationClient& coord = cluster_.client();
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cluster_.timeout_secs() * 1000));
+  int64_t redo = -1, position = -1;  // the step the group redoes, and the input position there (rank 0's)
+  for (;;) {
+    auto m = cluster_.next_membership();
+    if (!m) {
+      return cluster_error(fmt::format("{}; no new membership followed it: {}", lost_ ? lost_->message : "",
+                                       m.error().message));
+    }
+    r.changes.insert(r.changes.end(), m->reasons.begin(), m->reasons.end());
+    const int n = static_cast<int>(m->tasks.size());
+    ElasticSplit split = elastic_split(global_rows, static_cast<size_t>(n), program_.micro_batch_rows);
+    // The group's rank 0 (the chief: its loss stops the cluster) fences every
+    // ps at the new generation: from then on no update of the old group
+    // lands, and the steps the ps are at stay as they are until the new
+    // group pushes. They are at most one update apart (an update needs every
+    // worker's push, and a worker pushes step s + 1 only once it pulled the
+    // values of step s from every ps): the group redoes the lowest step, and
+    // the ps one update past it step back to the state they kept.
+    const std::string key = fmt::format("elastic/ps/{}", m->generation);
+    if (m->rank == 0) {
+      std::vector<std::future<Result<int64_t>>> fences;
+      for (auto& c : ps_) {
+        fences.push_back(std::async(std::launch::async, [&, c = c.get()] {
+          return c->fence(m->generation, n, split.bounds, -1);
+        }));
+      }
+      std::vector<int64_t> steps;
+      std::optional<Error> error;
+      for (auto& f : fences) {
+        auto step = f.get();
+        if (!step && !error) error = step.error();
+        steps.push_back(step ? *step : -1);
+      }
+      if (!error) {
+        redo = *std::min_element(steps.begin(), steps.end());
+        for (size_t t = 0; t < ps_.size() && !error; ++t) {
+          if (steps[t] == redo) continue;
+          if (auto back = ps_[t]->fence(m->generation, n, split.bounds, redo); !back) error = back.error();
+        }
+      }
+      if (error) {
+        if (cluster_.membership_superseded()) continue;
+        return *error;
+      }
+      position = position_at ? position_at(redo) : -1;
+      if (Status s = coord.set(key, fmt::format("{} {}", redo, position)); !s) return s.error();
+    } else {
+      const auto deadline = std::chrono::steady_clock::now() + timeout;
+      bool superseded = false;
+      for (;;) {
+        if (auto v = coord.get(key, std::chrono::milliseconds(200)); v.ok()) {
+          const size_t space = v->find(' ');
+          redo = std::stoll(v->substr(0, space));
+          position = std::stoll(v->substr(space + 1));
+          break;
+        }
+        if ((superseded = cluster_.membership_superseded())) break;
+        if (std::chrono::steady_clock::now() >= deadline) {
+          return cluster_error(fmt::format("elastic: the group's rank 0 ({}) did not fence the ps tasks for "
+                                           "membership {} within {} s",
+                                           m->tasks[0].label(), m->generation, cluster_.timeout_secs()));
+        }
+      }
+      if (superseded) continue;
+    }
+    rank_ = m->rank;
+    workers_ = n;
+    generation_ = m->generation;
+    member_ranks_.clear();
+    for (const CoordTask& t : m->tasks) {
+      const auto& all = cluster_.training_tasks();
+      for (size_t k = 0; k < all.size(); ++k) {
+        if (all[k].id() == t.id()) member_ranks_.push_back(static_cast<int>(k));
+      }
+    }
+    break;
+  }
+  global_rows_ = global_rows;
+  agreements_ = 0;
+  seen_step_ = snapshot_step_ = redo;
+  lost_.reset();
+  r.redo_step = redo;
+  r.input_position = joining ? position : -1;
+  r.workers = workers_;
+  r.rank = rank_;
+  r.row_cuts = elastic_split(global_rows, static_cast<size_t>(workers_), program_.micro_batch_rows).row_cuts;
+  r.restored = true;  // the state is on the ps, at the step to redo
+  return r;
 }
 
 }  // namespace dtrain

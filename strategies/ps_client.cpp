@@ -23,6 +23,8 @@ namespace {
 constexpr std::chrono::milliseconds kGrace{1000};
 // Pause between attempts while the ps does not answer.
 constexpr std::chrono::milliseconds kRetryPause{50};
+// How long one wait for a step lasts when it may be given up (set_abandon).
+constexpr std::chrono::milliseconds kAbandonPoll{50};
 
 // The ps answered that nobody called init yet.
 bool not_initialized(const grpc::Status& s) { return s.error_code() == grpc::StatusCode::FAILED_PRECONDITION; }
@@ -88,8 +90,14 @@ class PsClient::Impl {
     Clock::time_point start = Clock::now();
     Clock::time_point deadline = start + timeout_;
     grpc::Status s;
+    const char* what = with_slots ? "snapshot" : "pull";
     while (true) {
-      int64_t wait_ms = std::min<int64_t>(ms_until(deadline), kMaxPoll.count());
+      // Elastic training: a step that a lost worker never completes is given up.
+      if (abandon_ && abandon_()) {
+        return cluster_error(fmt::format("{}: {} of global step {} given up: the workers changed", name_, what,
+                                         min_step));
+      }
+      int64_t wait_ms = std::min<int64_t>(ms_until(deadline), abandon_ ? kAbandonPoll.count() : kMaxPoll.count());
       grpc::ClientContext ctx;
       ctx.set_deadline(grpc_time(std::max(deadline, Clock::now() + std::chrono::milliseconds(wait_ms) + kGrace)));
       ps::PullRequest req;
@@ -106,7 +114,6 @@ class PsClient::Impl {
       if (!retry || Clock::now() >= deadline) break;
       if (transport_failure(s)) pause_connecting(*channel_, kRetryPause);
     }
-    const char* what = with_slots ? "snapshot" : "pull";
     if (!s.ok()) return describe(s, what);
     if (!resp.ready()) {
       double waited = std::chrono::duration<double>(deadline - start).count();
@@ -135,9 +142,10 @@ class PsClient::Impl {
     return out;
   }
 
-  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip) {
+  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip, int64_t generation) {
     ps::PushRequest req;
     req.set_skip(skip);
+    req.set_generation(generation);
     req.set_worker(worker);
     req.set_step(step);
     req.set_lr(lr);
@@ -167,6 +175,20 @@ class PsClient::Impl {
     bytes_sent_ += bytes;
     return {};
   }
+
+  Result<int64_t> fence(int64_t generation, int members, const std::vector<size_t>& bounds, int64_t rewind_to) {
+    ps::FenceRequest req;
+    req.set_generation(generation);
+    req.set_members(members);
+    for (size_t b : bounds) req.add_bounds(static_cast<int64_t>(b));
+    req.set_rewind_to(rewind_to);
+    ps::FenceResponse resp;
+    grpc::Status s = unary([&](grpc::ClientContext* ctx, int64_t) { return stub_->Fence(ctx, req, &resp); });
+    if (!s.ok()) return describe(s, fmt::format("the fence of membership generation {}", generation));
+    return resp.step();
+  }
+
+  void set_abandon(std::function<bool()> abandon) { abandon_ = std::move(abandon); }
 
   Status shutdown() {
     ps::Empty req, resp;
@@ -213,6 +235,7 @@ class PsClient::Impl {
   std::string name_;  // "ps 1 (host:port)"
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ps::ParameterServer::Stub> stub_;  // thread-safe
+  std::function<bool()> abandon_;  // set before the calls that use it (set_abandon)
   std::atomic<int64_t> bytes_sent_{0};
   std::atomic<int64_t> bytes_received_{0};
 };
@@ -229,9 +252,15 @@ PsClient::~PsClient() = default;
 
 Status PsClient::init(const std::vector<PsShard>& shards, const PsState& state) { return impl_->init(shards, state); }
 Result<PsState> PsClient::pull(int64_t min_step) { return impl_->read(min_step, false); }
-Status PsClient::push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip) {
-  return impl_->push(worker, step, lr, grads, skip);
+Status PsClient::push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip,
+                      int64_t generation) {
+  return impl_->push(worker, step, lr, grads, skip, generation);
 }
+Result<int64_t> PsClient::fence(int64_t generation, int members, const std::vector<size_t>& bounds,
+                                int64_t rewind_to) {
+  return impl_->fence(generation, members, bounds, rewind_to);
+}
+void PsClient::set_abandon(std::function<bool()> abandon) { impl_->set_abandon(std::move(abandon)); }
 Status PsClient::push_values(const std::vector<Tensor>& values) { return impl_->push_values(values); }
 Result<PsState> PsClient::snapshot(int64_t min_step) { return impl_->read(min_step, true); }
 int64_t PsClient::bytes_sent() const { return impl_->bytes_sent(); }

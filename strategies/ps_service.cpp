@@ -56,7 +56,10 @@ Result<std::vector<Tensor>> decode_all(const google::protobuf::RepeatedPtrField<
 class ParameterService::Impl final : public ps::ParameterServer::Service {
  public:
   Impl(const PsConfig& config, std::unique_ptr<Optimizer> optimizer)
-      : config_(config), optimizer_(std::move(optimizer)), num_slots_(optimizer_->slot_names().size()) {}
+      : config_(config),
+        optimizer_(std::move(optimizer)),
+        num_slots_(optimizer_->slot_names().size()),
+        members_(config.num_workers) {}
 
   Result<int> listen(const std::string& address) {
     grpc::ServerBuilder builder;
@@ -142,6 +145,7 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
       slots_ = std::move(slots);
       step_ = req->step();
       pending_.clear();
+      kept_step_ = -1;
       initialized_ = true;
       cv_.notify_all();
       return grpc::Status::OK;
@@ -167,8 +171,13 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
       if (!grads.ok()) return rejected(fmt::format("push from {}: {}", who, grads.error().message));
       std::unique_lock<std::mutex> lock(mu_);
       if (!wait_initialized(lock, req->wait_ms())) return stopping_ ? shutting_down() : not_initialized();
-      if (req->worker() < 0 || req->worker() >= config_.num_workers) {
-        return rejected(fmt::format("push from {}: the ps expects workers 0 to {}", who, config_.num_workers - 1));
+      if (req->generation() != generation_) {
+        return rejected(fmt::format("push from {} for global step {}: it trains in membership generation {}, the ps "
+                                    "in generation {} (the workers changed)",
+                                    who, req->step(), req->generation(), generation_));
+      }
+      if (req->worker() < 0 || req->worker() >= members_) {
+        return rejected(fmt::format("push from {}: the ps expects workers 0 to {}", who, members_ - 1));
       }
       if (Status s = check_shards(*grads, "gradient", false); !s.ok()) {
         return rejected(fmt::format("push from {} for global step {}: {}", who, req->step(), s.error().message));
@@ -189,8 +198,8 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
       }
       PendingStep& p = pending_[req->step()];
       if (p.arrived.empty()) {
-        p.arrived.assign(static_cast<size_t>(config_.num_workers), false);
-        p.grads.resize(static_cast<size_t>(config_.num_workers));
+        p.arrived.assign(static_cast<size_t>(members_), false);
+        p.grads.resize(static_cast<size_t>(members_));
       }
       auto w = static_cast<size_t>(req->worker());
       if (p.arrived[w]) {
@@ -227,6 +236,43 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
       for (size_t i = 0; i < shards_.size(); ++i) {
         if (!shards_[i].trainable) values_[i] = std::move((*values)[i]);
       }
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status Fence(grpc::ServerContext*, const ps::FenceRequest* req, ps::FenceResponse* resp) override {
+    return guarded_rpc("parameter service fence", [&]() -> grpc::Status {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!wait_initialized(lock, 0)) return stopping_ ? shutting_down() : not_initialized();
+      if (!config_.sync || !config_.elastic) return rejected("fence: this ps is not in elastic sync mode");
+      if (req->generation() < generation_) {
+        return rejected(fmt::format("fence for membership generation {}: the ps is at generation {}",
+                                    req->generation(), generation_));
+      }
+      if (req->members() < 1 || (req->bounds_size() != 0 && req->bounds_size() != req->members() + 1)) {
+        return rejected(fmt::format("fence: {} members with {} bounds", req->members(), req->bounds_size()));
+      }
+      generation_ = req->generation();
+      members_ = req->members();
+      bounds_.assign(req->bounds().begin(), req->bounds().end());
+      pending_.clear();
+      if (req->rewind_to() >= 0 && step_ == req->rewind_to() + 1) {
+        if (kept_step_ != req->rewind_to()) {
+          return rejected(kept_step_ < 0 ? fmt::format("fence: step back to {}: the ps is at step {} and holds no "
+                                                       "earlier state", req->rewind_to(), step_)
+                                         : fmt::format("fence: step back to {}: the ps is at step {} and kept the "
+                                                       "state of step {}", req->rewind_to(), step_, kept_step_));
+        }
+        values_ = std::move(kept_values_);
+        slots_ = std::move(kept_slots_);
+        step_ = kept_step_;
+        kept_step_ = -1;
+      }
+      if (req->rewind_to() >= 0 && step_ != req->rewind_to()) {
+        return rejected(fmt::format("fence: step back to {}: the ps is at step {}", req->rewind_to(), step_));
+      }
+      resp->set_step(step_);
+      cv_.notify_all();
       return grpc::Status::OK;
     });
   }
@@ -299,32 +345,65 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
 
   // Applies the update of global step step_ + 1 (1-based) to every trainable shard. REQUIRES: mu_ held.
   void apply(std::vector<Tensor>& grads, float lr) {
+    keep();
     for (size_t i = 0; i < shards_.size(); ++i) {
       if (shards_[i].trainable) optimizer_->apply(step_ + 1, lr, values_[i], grads[i], slots_[i]);
     }
     ++step_;
   }
 
+  // Elastic sync: the state before the update of step_ (a change of
+  // workers may step back to it). REQUIRES: mu_ held.
+  void keep() {
+    if (!config_.elastic || !config_.sync) return;
+    kept_step_ = step_;
+    kept_values_.resize(values_.size());
+    kept_slots_.resize(slots_.size());
+    for (size_t i = 0; i < values_.size(); ++i) {
+      if (kept_values_[i].empty() || kept_values_[i].shape() != values_[i].shape()) {
+        kept_values_[i] = values_[i].clone();
+      } else {
+        kept_values_[i].copy_from(values_[i]);
+      }
+      kept_slots_[i].resize(slots_[i].size());
+      for (size_t k = 0; k < slots_[i].size(); ++k) {
+        if (kept_slots_[i][k].empty() || kept_slots_[i][k].shape() != slots_[i][k].shape()) {
+          kept_slots_[i][k] = slots_[i][k].clone();
+        } else {
+          kept_slots_[i][k].copy_from(slots_[i][k]);
+        }
+      }
+    }
+  }
+
   // Sync: applies the current step while every worker's gradient for it has
   // arrived, summing them over the workers in tree_sum's order. REQUIRES: mu_ held.
   void apply_complete_steps() {
-    for (auto it = pending_.find(step_); it != pending_.end() && it->second.count == config_.num_workers;
+    for (auto it = pending_.find(step_); it != pending_.end() && it->second.count == members_;
          it = pending_.find(step_)) {
       PendingStep& p = it->second;
       if (p.skip) {
+        keep();
         ++step_;
         pending_.erase(it);
         cv_.notify_all();
         continue;
       }
-      tree_sum(p.grads.size(), [&](size_t into, size_t from) {
+      auto add = [&](size_t into, size_t from) {
         for (size_t i = 0; i < p.grads[into].size(); ++i) {
           if (p.grads[into][i].empty()) continue;
           float* __restrict s = p.grads[into][i].data();
           const float* __restrict g = p.grads[from][i].data();
           for (int64_t j = 0; j < p.grads[into][i].numel(); ++j) s[j] += g[j];
         }
-      });
+      };
+      // After a change of workers with micro-batches: their ranges' sums
+      // added as nodes of the tree over the global batch's micro-batches.
+      if (bounds_.empty()) {
+        tree_sum(p.grads.size(), add);
+      } else {
+        tree_sum_ranges(bounds_, add);
+      }
       std::vector<Tensor> sum = std::move(p.grads[0]);
       apply(sum, p.lr);
       pending_.erase(it);
@@ -344,6 +423,14 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
   std::vector<std::vector<Tensor>> slots_;     // GUARDED_BY(mu_), per shard (none for non-trainable shards)
   int64_t step_ = 0;                           // GUARDED_BY(mu_), the global step
   std::map<int64_t, PendingStep> pending_;     // GUARDED_BY(mu_), sync: gradients by step
+  // Elastic sync training: the membership generation, its workers and
+  // their micro-batch ranges (Fence), and the state before the last update.
+  int64_t generation_ = 0;                     // GUARDED_BY(mu_)
+  int members_ = 0;                            // GUARDED_BY(mu_), set from config_.num_workers
+  std::vector<size_t> bounds_;                 // GUARDED_BY(mu_)
+  int64_t kept_step_ = -1;                     // GUARDED_BY(mu_)
+  std::vector<Tensor> kept_values_;            // GUARDED_BY(mu_)
+  std::vector<std::vector<Tensor>> kept_slots_;  // GUARDED_BY(mu_)
   bool shutdown_requested_ = false;            // GUARDED_BY(mu_)
   bool stopping_ = false;                      // GUARDED_BY(mu_)
 

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,9 @@ struct PsConfig {
   bool sync = true;
   int num_workers = 1;      // workers pushing (sync: one gradient each per step)
   double timeout_secs = 60; // longest a pull/snapshot waits for a step before failing (kCluster)
+  // strategy.elastic (sync): the ps keeps its state before each update, so
+  // that a change of workers can step back one update (PsClient::fence).
+  bool elastic = false;
 };
 
 // The state of a ps task's shards at one global step.
@@ -91,7 +95,21 @@ class PsClient {
   // Async: applied before returning; `step` is informational.
   // skip: the worker's gradient is not finite (mixed precision); the ps
   // skip that update (sync: the whole step) and advance the step.
-  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip = false);
+  // generation: elastic sync training's membership generation (0 before
+  // the first change); `worker` is then the rank in it.
+  Status push(int worker, int64_t step, float lr, const std::vector<Tensor>& grads, bool skip = false,
+              int64_t generation = 0);
+  // Elastic sync training, after the workers changed (see FenceRequest in
+  // parameter_server.proto): the ps takes generation `generation` of
+  // `members` workers whose gradients cover the micro-batch ranges `bounds`
+  // (empty: tree_sum over the members) and forgets the step in flight; with
+  // rewind_to >= 0 a ps at rewind_to + 1 steps back to rewind_to. Returns
+  // the step the ps is at.
+  Result<int64_t> fence(int64_t generation, int members, const std::vector<size_t>& bounds, int64_t rewind_to);
+  // Pulls and snapshots that wait for a step give up (kCluster error) once
+  // abandon() is true, checked every 50 ms (elastic training: the workers
+  // changed and the step will not come).
+  void set_abandon(std::function<bool()> abandon);
   // Non-trainable shards' new values (batch_norm moving statistics) from the
   // chief, assigned as they are.
   Status push_values(const std::vector<Tensor>& values);

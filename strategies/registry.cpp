@@ -141,15 +141,16 @@ struct StrategyRow {
   bool spans_processes;
   bool needs_ps_tasks;
   bool has_async_mode;  // strategy.mode: async lets workers other than the chief come and go
+  bool elastic;         // regroups over the workers that remain (strategy.elastic; not in async mode)
 };
 
-//  name                factory                spans  ps     async
+//  name                factory                spans  ps     async  elastic
 const StrategyRow kStrategies[] = {
-    {"one_device",       make_one_device,       false, false, false},
-    {"towers",           make_towers,           false, false, false},
-    {"mirrored",         make_mirrored,         false, false, false},
-    {"collective",       make_collective,       true,  false, false},
-    {"parameter_server", make_parameter_server, true,  true,  true},
+    {"one_device",       make_one_device,       false, false, false, false},
+    {"towers",           make_towers,           false, false, false, false},
+    {"mirrored",         make_mirrored,         false, false, false, false},
+    {"collective",       make_collective,       true,  false, false, true},
+    {"parameter_server", make_parameter_server, true,  true,  true,  true},
 };
 
 }  // namespace
@@ -242,23 +243,31 @@ Status check_job_devices(const JobSpec& job, const Program& program) {
 StrategyTraits strategy_traits(const StrategySpec& spec) {
   for (const StrategyRow& row : kStrategies) {
     if (spec.type == row.name) {
-      return {row.spans_processes, row.needs_ps_tasks, row.has_async_mode && spec.mode == "async"};
+      const bool async = row.has_async_mode && spec.mode == "async";
+      return {row.spans_processes, row.needs_ps_tasks, async, row.elastic && !async};
     }
   }
   return {};
 }
 
-namespace {
-
-// strategy.elastic: collective only (every worker holds all the state the
-// survivors need), and nothing else that spans the workers.
-Status check_elastic(const JobSpec& job, ClusterRuntime* cluster) {
+// strategy.elastic: collective (every worker holds all the state the
+// survivors need) or sync parameter_server (the ps tasks hold it), and
+// nothing else that spans the workers.
+Status check_elastic(const JobSpec& job, int training_tasks) {
   const int64_t min_workers = job.strategy.elastic_min_workers;
   if (min_workers <= 0) return Status::Ok();
-  if (job.strategy.type != "collective") {
+  const StrategyTraits traits = strategy_traits(job.strategy);
+  if (traits.workers_may_die) {
+    return config_error(fmt::format("{}: strategy.elastic.min_workers: in mode: {} the workers come and go without "
+                                    "strategy.elastic (training goes on while the chief lives, and a worker that "
+                                    "starts again trains on); remove elastic, or use mode: sync",
+                                    job.source_path, job.strategy.mode));
+  }
+  if (!traits.elastic) {
     return config_error(fmt::format("{}: strategy.elastic.min_workers: elastic training needs strategy.type: "
-                                    "collective (each worker holds every variable, so the survivors go on alone), "
-                                    "not {}; remove elastic or use collective",
+                                    "collective (each worker holds every variable, so the survivors go on alone) "
+                                    "or parameter_server in mode: sync (the ps tasks hold them), not {}; remove "
+                                    "elastic or use one of those",
                                     job.source_path, job.strategy.type));
   }
   for (const LayerSpec& l : job.model.layers) {
@@ -269,18 +278,18 @@ Status check_elastic(const JobSpec& job, ClusterRuntime* cluster) {
                                       l.where, l.name));
     }
   }
-  if (cluster != nullptr && cluster->is_training_task() && cluster->size() < min_workers) {
+  if (training_tasks >= 0 && training_tasks < min_workers) {
     return config_error(fmt::format("{}: strategy.elastic.min_workers: {} is more than the cluster's {} training "
                                     "task(s) (the chief and the workers)",
-                                    job.source_path, min_workers, cluster->size()));
+                                    job.source_path, min_workers, training_tasks));
   }
   return Status::Ok();
 }
 
-}  // namespace
-
 Result<std::unique_ptr<Strategy>> make_strategy(const JobSpec& job, Program& program, ClusterRuntime* cluster) {
-  if (Status s = check_elastic(job, cluster); !s) return s.error();
+  if (Status s = check_elastic(job, cluster != nullptr && cluster->is_training_task() ? cluster->size() : -1); !s) {
+    return s.error();
+  }
   auto devices = resolve_devices(job);
   if (!devices) return devices.error();
   if (Status s = check_precision(job, program, devices_of(*devices)); !s) return s.error();

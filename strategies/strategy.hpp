@@ -172,9 +172,17 @@ struct StrategyTraits {
   bool spans_processes = false;  // trains across a cluster's tasks (one process otherwise)
   bool needs_ps_tasks = false;   // its variables live on the cluster's ps tasks
   bool workers_may_die = false;  // a worker other than the chief may end without stopping training
+  bool elastic = false;          // can regroup over the workers that remain (strategy.elastic)
 };
 // The traits of spec.type (all false for a type not in the table).
 StrategyTraits strategy_traits(const StrategySpec& spec);
+
+// strategy.elastic fits the job: a strategy that regroups, nothing summed
+// over the workers that is not regrouped, min_workers at most the cluster's
+// `training_tasks` (-1: not known yet). Config errors name the field.
+// make_strategy checks it; the CLI checks it before joining, so that every
+// task stops with the same error.
+Status check_elastic(const JobSpec& job, int training_tasks);
 
 // What make_strategy checks before it needs the machine: the job's devices
 // resolve, and every layer, loss, optimizer and reduction of `program` has a

@@ -15,7 +15,9 @@
 // the same grouping, so they give the same bits (run.micro_batch_rows).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -67,6 +69,50 @@ inline std::vector<size_t> tree_parts(size_t m, size_t n) {
   for (const auto& [lo, hi] : parts) bounds.push_back(lo);
   bounds.push_back(m);
   return bounds;
+}
+
+// Adds parts [lo, hi) of the tree above when they come as contiguous
+// ranges, each a node of it (`bounds`: the ranges' n + 1 boundaries, from
+// tree_parts): add(a, b) must make range a the sum of ranges a and b (b > a),
+// called n - 1 times in the tree's order. Returns the range that holds the
+// sum. REQUIRES: bounds.front() <= lo < hi <= bounds.back(), and [lo, hi) a
+// node made of whole ranges.
+template <class Add>
+size_t tree_sum_ranges(const std::vector<size_t>& bounds, size_t lo, size_t hi, Add&& add) {
+  const auto first = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), lo) - bounds.begin());
+  if (bounds[first + 1] == hi) return first;  // one range
+  const size_t mid = lo + tree_split(hi - lo);
+  const size_t a = tree_sum_ranges(bounds, lo, mid, add), b = tree_sum_ranges(bounds, mid, hi, add);
+  add(a, b);
+  return a;
+}
+
+template <class Add>
+size_t tree_sum_ranges(const std::vector<size_t>& bounds, Add&& add) {
+  return tree_sum_ranges(bounds, bounds.front(), bounds.back(), add);
+}
+
+// Elastic training's split of a global batch of `rows` over n workers: with
+// micro-batches of `micro_batch_rows` (> 0, dividing rows, at least n of
+// them), whole micro-batches in the ranges of tree_parts (`bounds`, in
+// micro-batches: their sums, added as tree_sum_ranges does, keep the bits of
+// the tree over every micro-batch); else rows as even as they allow (bounds
+// empty). row_cuts: the n + 1 row boundaries.
+struct ElasticSplit {
+  std::vector<int64_t> row_cuts;
+  std::vector<size_t> bounds;
+};
+
+inline ElasticSplit elastic_split(int64_t rows, size_t n, int64_t micro_batch_rows) {
+  ElasticSplit out;
+  const int64_t mb = micro_batch_rows;
+  if (mb > 0 && rows % mb == 0 && static_cast<size_t>(rows / mb) >= n) {
+    out.bounds = tree_parts(static_cast<size_t>(rows / mb), n);
+    for (size_t b : out.bounds) out.row_cuts.push_back(static_cast<int64_t>(b) * mb);
+  } else {
+    for (size_t k = 0; k <= n; ++k) out.row_cuts.push_back(rows * static_cast<int64_t>(k) / static_cast<int64_t>(n));
+  }
+  return out;
 }
 
 }  // namespace dtrain

@@ -142,10 +142,13 @@ std::span<const Field> elastic_fields() {
   static const Field kFields[] = {
       field<&StrategySpec::elastic_min_workers>(
           "min_workers",
-          "collective: when a worker process is lost (killed, crashed, its node gone), the others go on without it "
-          "from the state they hold in memory, the global batch split over the survivors, while at least this many "
-          "training tasks (the chief and the workers) remain; below, the cluster stops with exit code 4. 0: not "
-          "elastic (a lost worker stops the cluster). The chief, which hosts the coordination service, cannot be lost.")
+          "collective, and parameter_server in mode: sync: when a worker process is lost (killed, crashed, its node "
+          "gone), the others go on without it from the state held in memory (collective: each worker's; "
+          "parameter_server: the ps tasks', kept one update back), the global batch split over the survivors, while "
+          "at least this many training tasks (the chief and the workers) remain; below, the cluster stops with exit "
+          "code 4. A lost worker that starts again with its identity joins at a step boundary. 0: not elastic (a "
+          "lost worker stops the cluster). The chief, which hosts the coordination service, and the ps tasks cannot "
+          "be lost. In mode: async workers come and go without it.")
           .min(0),
   };
   return kFields;

@@ -325,3 +325,85 @@ TEST_CASE("ps: a push flagged skip changes nothing but advances the step, sync a
 
 }  // namespace
 }  // namespace dtrain::testing
+
+TEST_CASE("ps elastic: a fence takes the new group, refuses the old one's pushes and steps back one update") {
+  PsConfig c = ps_config("sgd", true, 3, 0.9);
+  c.elastic = true;
+  auto ps = start_ps(c);
+  auto client = connect_ps(ps->port());
+  REQUIRE(client->init(test_shards(), test_state(0)).ok());
+  const float lr = 0.05f;
+  // Step 0 by the three workers; step 1 by workers 0 and 1 only (worker 2 is lost).
+  for (int w = 0; w < 3; ++w) REQUIRE(client->push(w, 0, lr, test_grads(w, 0)).ok());
+  auto after0 = client->snapshot(1);
+  REQUIRE(after0.ok());
+  for (int w = 0; w < 2; ++w) REQUIRE(client->push(w, 1, lr, test_grads(w, 1)).ok());
+
+  // The new group of two: the step in flight is forgotten, the ps stays at step 1.
+  std::vector<size_t> bounds = {0, 2, 3};  // worker 0 of the new group covers two of three parts
+  auto fenced = client->fence(1, 2, bounds, -1);
+  REQUIRE_MESSAGE(fenced.ok(), fenced.error().message);
+  CHECK(*fenced == 1);
+  // A push of the old group is refused, naming both generations.
+  Status old = client->push(1, 1, lr, test_grads(1, 1), false, 0);
+  REQUIRE_FALSE(old.ok());
+  CHECK(old.error().message.find("generation 0, the ps in generation 1") != std::string::npos);
+  // The new group's two pushes make step 1 from their sum alone.
+  REQUIRE(client->push(0, 1, lr, test_grads(0, 1), false, 1).ok());
+  REQUIRE(client->push(1, 1, lr, test_grads(1, 1), false, 1).ok());
+  auto after1 = client->snapshot(2);
+  REQUIRE(after1.ok());
+  CHECK(after1->step == 2);
+  RefSgd ref{lr, 0.9};
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<double> w = to_double(after0->values[i]), v = to_double(after0->slots[i][0]);
+    std::vector<double> g(w.size(), 0.0);
+    for (int k = 0; k < 2; ++k) {
+      const Tensor t = test_grads(k, 1)[i];
+      for (size_t j = 0; j < g.size(); ++j) g[j] += t[static_cast<int64_t>(j)];
+    }
+    ref.apply(w, v, g);
+    check_close(after1->values[i], w, fmt::format("values[{}]", i));
+  }
+
+  // A later group steps back to step 1: the state kept before the last update, bit for bit.
+  auto back = client->fence(2, 2, {}, 1);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(*back == 1);
+  auto rewound = client->snapshot(1);
+  REQUIRE(rewound.ok());
+  CHECK(rewound->step == 1);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(bit_identical(rewound->values[i], after0->values[i]));
+    for (size_t k = 0; k < after0->slots[i].size(); ++k) {
+      CHECK(bit_identical(rewound->slots[i][k], after0->slots[i][k]));
+    }
+  }
+  // Only one update is kept; an older generation's fence is refused.
+  auto too_far = client->fence(3, 2, {}, 0);
+  REQUIRE_FALSE(too_far.ok());
+  CHECK(too_far.error().message.find("the ps is at step 1") != std::string::npos);
+  auto stale = client->fence(1, 2, {}, -1);
+  REQUIRE_FALSE(stale.ok());
+  CHECK(stale.error().message.find("the ps is at generation 3") != std::string::npos);
+}
+
+TEST_CASE("ps elastic: a pull that waits for a step gives up once abandon() is true") {
+  PsConfig c = ps_config("sgd", true, 2);
+  c.elastic = true;
+  auto ps = start_ps(c);
+  auto client = connect_ps(ps->port(), 30);
+  REQUIRE(client->init(test_shards(), test_state(0)).ok());
+  std::atomic<bool> changed{false};
+  client->set_abandon([&] { return changed.load(); });
+  std::thread flip([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    changed = true;
+  });
+  const auto t0 = PsClock::now();
+  auto pulled = client->pull(1);  // step 1 never comes: worker 1 does not push
+  flip.join();
+  REQUIRE_FALSE(pulled.ok());
+  CHECK(pulled.error().message.find("given up: the workers changed") != std::string::npos);
+  CHECK(ps_secs_since(t0) < 5.0);  // not the 30 s timeout
+}
