@@ -262,8 +262,14 @@ Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const 
               running = true;
               continue;
             }
-            std::fprintf(stderr, "dtrain launch: %s: the other tasks go on without %s %d\n", lost_why.c_str(),
-                         t.type.c_str(), t.index);
+            if (t.type == "ps") {
+              std::fprintf(stderr, "dtrain launch: %s: training pauses until ps %d starts again (at most "
+                           "cluster.timeout_secs; launch restarts it under --max-restarts)\n", lost_why.c_str(),
+                           t.index);
+            } else {
+              std::fprintf(stderr, "dtrain launch: %s: the other tasks go on without %s %d\n", lost_why.c_str(),
+                           t.type.c_str(), t.index);
+            }
             o.lost.push_back(how);
             continue;
           }
@@ -348,7 +354,12 @@ int run_launch(const LaunchArgs& a) {
   // (workers_may_die): training goes on without it, and one restarted trains on.
   const bool elastic = strategy_traits(job->strategy).elastic && job->strategy.elastic_min_workers > 0;
   const std::string lost_why = elastic ? "strategy.elastic" : "parameter_server mode async";
+  // And in an elastic sync parameter_server job a ps task: training
+  // pauses until it is started again, and every ps is reloaded from the
+  // latest checkpoint.
+  const bool ps_may_be_lost = elastic && strategy_traits(job->strategy).needs_ps_tasks;
   auto may_be_lost = [&](const Task& t) {
+    if (t.type == "ps") return ps_may_be_lost;
     return (elastic || workers_may_die) && t.type == "worker" && (a.chief || t.index > 0);
   };
   const std::string threads_line = share_threads(a, *job, tasks);
@@ -364,9 +375,10 @@ int run_launch(const LaunchArgs& a) {
       if (restarts >= a.max_restarts) return false;
       ++restarts;
       std::fprintf(stderr,
-                   "dtrain launch: restarting %s %d alone with its identity (restart %d of %d): it joins the "
-                   "running training (%s)\n",
-                   t.type.c_str(), t.index, restarts, a.max_restarts, lost_why.c_str());
+                   "dtrain launch: restarting %s %d alone with its identity (restart %d of %d): %s (%s)\n",
+                   t.type.c_str(), t.index, restarts, a.max_restarts,
+                   t.type == "ps" ? "every ps is reloaded from the latest checkpoint" : "it joins the running training",
+                   lost_why.c_str());
       if (Status s = start_task(a, cluster, t); !s) {
         std::fprintf(stderr, "dtrain: %s\n", s.error().message.c_str());
         t.exit_code = 1;

@@ -28,12 +28,14 @@ std::string regroup_line(const Strategy::Regrouped& r, int64_t rows, int64_t mic
   const std::string who =
       r.workers_before == 0 ? fmt::format("this worker joined the running training as 1 of {} workers; they go on",
                                           r.workers)
-      : r.workers < r.workers_before ? fmt::format("{} of {} workers go on", r.workers, r.workers_before)
-                                     : fmt::format("{} workers ({} before) go on", r.workers, r.workers_before);
+      : r.workers < r.workers_before  ? fmt::format("{} of {} workers go on", r.workers, r.workers_before)
+      : r.workers == r.workers_before ? fmt::format("the {} workers go on", r.workers)
+                                      : fmt::format("{} workers ({} before) go on", r.workers, r.workers_before);
   const auto w = static_cast<size_t>(r.rank);
-  return fmt::format("elastic: {}; {} from step {} (the last step every one of them completed), the global batch {} "
-                     "split {}, this worker rank {} with rows {}..{}",
-                     fmt::join(r.changes, "; "), who, r.redo_step, rows, split, r.rank, cuts[w], cuts[w + 1] - 1);
+  return fmt::format("elastic: {}; {} from step {} ({}), the global batch {} split {}, this worker rank {} with rows "
+                     "{}..{}",
+                     fmt::join(r.changes, "; "), who, r.redo_step, r.redo_why, rows, split, r.rank, cuts[w],
+                     cuts[w + 1] - 1);
 }
 
 }  // namespace
@@ -55,7 +57,7 @@ Status Estimator::regroup_after_loss(TrainingSetup& t) {
   };
   auto r = strategy_->regroup(completed, rows, position_at);
   if (!r) return r.error();
-  const int64_t position = position_at(r->redo_step);
+  const int64_t position = r->input_position >= 0 ? r->input_position : position_at(r->redo_step);
   if (position < 0) {
     return cluster_error(fmt::format("elastic: the group redoes step {}, whose input position this worker (at step "
                                      "{}) no longer holds",

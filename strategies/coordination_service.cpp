@@ -147,14 +147,15 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       // joins; one whose new process registers before the loss of the old
       // one was noticed is lost first.
       const bool elastic = options_.elastic_min_workers > 0 && rendezvous_done_ && failure_.empty();
-      if (elastic && !inserted && !st.observer && !st.dead && !st.left && !is_ps(st.task) && !req->incarnation().empty() &&
+      if (elastic && !inserted && !st.observer && !st.dead && !st.left && !req->incarnation().empty() &&
           !st.incarnation.empty() && st.incarnation != req->incarnation()) {
         st.dead = true;
         lose(st, fmt::format("{} started again{} before its earlier process was found lost", st.task.label(),
                              after_step(st)));
       }
-      const bool rejoins = elastic && !inserted && !st.observer && st.dead && generation_ > 0 && failure_.empty() &&
-                           !is_ps(st.task);
+      // A ps task comes back empty: the group's rank 0 reloads every ps from
+      // the latest checkpoint (the membership of its loss told the workers).
+      const bool rejoins = elastic && !inserted && !st.observer && st.dead && generation_ > 0 && failure_.empty();
       // An observer (an async parameter_server worker) started again: one
       // whose old process was not found dead yet is dead first.
       if (!inserted && st.observer && !st.dead && !st.left && !req->incarnation().empty() &&
@@ -168,7 +169,9 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         st.incarnation = req->incarnation();
         cv_.notify_all();
       }
-      if (rejoins) post_membership(fmt::format("{} joined again (its process started anew)", st.task.label()), &st);
+      if (rejoins && !is_ps(st.task)) {
+        post_membership(fmt::format("{} joined again (its process started anew)", st.task.label()), &st);
+      }
       st.last_heartbeat = Clock::now();
       bool observer = req->observer();
       cv_.wait_for(lock, wait_of(req->wait_ms()),
@@ -398,7 +401,9 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       fail(why);
       return;
     }
-    // ps tasks hold variables nobody else has: their loss stops the cluster.
+    // A ps task lost: training pauses until it is started again (the
+    // workers' regroup waits for it, and reloads every ps from the latest
+    // checkpoint).
     std::vector<std::string> alive;
     size_t workers = 0;
     for (const CoordTask& t : options_.training_tasks) {
@@ -408,11 +413,10 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       if (it != tasks_.end() && !it->second.dead && !it->second.observer) alive.push_back(t.id());
     }
     const bool host = !options_.training_tasks.empty() && st.task.id() == options_.training_tasks.front().id();
-    if (host || is_ps(st.task) || static_cast<int64_t>(alive.size()) < min_workers) {
-      fail(host || is_ps(st.task)
-               ? why
-               : fmt::format("{}; {} of the {} training tasks remain, fewer than strategy.elastic.min_workers {}",
-                             why, alive.size(), workers, min_workers));
+    if (host || static_cast<int64_t>(alive.size()) < min_workers) {
+      fail(host ? why
+                : fmt::format("{}; {} of the {} training tasks remain, fewer than strategy.elastic.min_workers {}",
+                              why, alive.size(), workers, min_workers));
       return;
     }
     post_membership(why, nullptr);

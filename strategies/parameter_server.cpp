@@ -2,13 +2,16 @@
 #include "strategies/parameter_server.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <cinttypes>
 #include <chrono>
 #include <cstdio>
 #include <future>
 #include <optional>
 #include <thread>
 
+#include "engine/io/checkpoint.hpp"
 #include "strategies/all_reduce.hpp"
 #include "strategies/replica_step.hpp"
 #include "strategies/rpc_time.hpp"
@@ -30,12 +33,14 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 ParameterServerStrategy::ParameterServerStrategy(Program& program, std::vector<Device> devices,
                                                  ClusterRuntime& cluster, PsPlacement placement,
-                                                 std::vector<std::unique_ptr<PsClient>> ps, bool sync)
+                                                 std::vector<std::unique_ptr<PsClient>> ps, bool sync,
+                                                 std::string model_dir)
     : ReplicatedStrategy(program, std::move(devices)),
       cluster_(cluster),
       placement_(std::move(placement)),
       ps_(std::move(ps)),
       sync_(sync),
+      model_dir_(std::move(model_dir)),
       elastic_(sync && cluster.elastic()),
       rank_(cluster.rank()),
       workers_(cluster.size()) {
@@ -114,27 +119,56 @@ std::vector<std::pair<std::string, Tensor>> ParameterServerStrategy::logical_sta
   return state_list(program_, values_, slots_);
 }
 
+Status ParameterServerStrategy::init_ps(int64_t step) {
+  const auto& vars = program_.model->variables();
+  std::vector<std::future<Status>> inits;
+  for (size_t t = 0; t < ps_.size(); ++t) {
+    std::vector<PsShard> shards;
+    PsState state;
+    state.step = step;
+    for (size_t i : placement_.by_ps[t]) {
+      const PsPiece& piece = placement_.pieces[i];
+      Tensor v = piece_of(values_[piece.var], piece);
+      shards.push_back({vars[piece.var].name, piece.row_begin, piece.row_end, v.shape(), vars[piece.var].trainable});
+      state.values.push_back(v.clone());
+      std::vector<Tensor> s;
+      for (Tensor& slot : slots_[piece.var]) s.push_back(piece_of(slot, piece).clone());
+      state.slots.push_back(std::move(s));
+    }
+    inits.push_back(std::async(std::launch::async, [c = ps_[t].get(), shards = std::move(shards),
+                                                    state = std::move(state)] { return c->init(shards, state); }));
+  }
+  Status out = Status::Ok();
+  for (auto& f : inits) {
+    if (Status s = f.get(); !s && out) out = s;
+  }
+  return out;
+}
+
+Status ParameterServerStrategy::reload_ps(int64_t& step, int64_t& position, std::string& from) {
+  const std::optional<std::string> latest = latest_checkpoint(model_dir_);
+  if (!latest) {
+    return cluster_error(fmt::format("elastic: a ps task started again holds nothing, and {} has no checkpoint to "
+                                     "reload the ps tasks from",
+                                     model_dir_));
+  }
+  auto ckpt = load_checkpoint(*latest);
+  if (!ckpt) return ckpt.error();
+  if (Status s = restore(*ckpt); !s) return s;
+  step = ckpt->global_step;
+  auto it = ckpt->metadata.find("input_position");
+  position = it == ckpt->metadata.end() ? 0 : std::stoll(it->second);
+  from = *latest;
+  return init_ps(step);
+}
+
 Status ParameterServerStrategy::sync_start(std::vector<int64_t>& values) {
   // The chief initialises every ps from its variables (a restored checkpoint,
   // or the seeded initial values) and publishes where training starts.
   CoordinationClient& coord = cluster_.client();
   const auto& vars = program_.model->variables();
   if (is_chief()) {
-    for (size_t t = 0; t < ps_.size(); ++t) {
-      std::vector<PsShard> shards;
-      PsState state;
-      state.step = values[0];
-      for (size_t i : placement_.by_ps[t]) {
-        const PsPiece& piece = placement_.pieces[i];
-        Tensor v = piece_of(values_[piece.var], piece);
-        shards.push_back({vars[piece.var].name, piece.row_begin, piece.row_end, v.shape(), vars[piece.var].trainable});
-        state.values.push_back(v.clone());
-        std::vector<Tensor> s;
-        for (Tensor& slot : slots_[piece.var]) s.push_back(piece_of(slot, piece).clone());
-        state.slots.push_back(std::move(s));
-      }
-      if (Status s = ps_[t]->init(shards, state); !s) return s;
-    }
+    if (Status s = init_ps(values[0]); !s) return s;
     if (Status s = coord.set("ps/start", fmt::format("{} {}", values[0], values[1])); !s) return s;
   } else {
     auto start = coord.get("ps/start");
@@ -350,6 +384,7 @@ Result<ParameterServerStrategy::Regrouped> ParameterServerStrategy::regroup(
   CoordinationClient& coord = cluster_.client();
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cluster_.timeout_secs() * 1000));
   int64_t redo = -1, position = -1;  // the step the group redoes, and the input position there (rank 0's)
+  bool rolled_back = false;          // to the latest checkpoint (a ps task started again)
   for (;;) {
     auto m = cluster_.next_membership();
     if (!m) {
@@ -366,6 +401,9 @@ Result<ParameterServerStrategy::Regrouped> ParameterServerStrategy::regroup(
     // worker's push, and a worker pushes step s + 1 only once it pulled the
     // values of step s from every ps): the group redoes the lowest step, and
     // the ps one update past it step back to the state they kept.
+    // A ps task lost and started again holds nothing: every ps is loaded
+    // from the latest checkpoint, and the group goes back to its step (at
+    // its input position, for every worker).
     const std::string key = fmt::format("elastic/ps/{}", m->generation);
     if (m->rank == 0) {
       std::vector<std::future<Result<int64_t>>> fences;
@@ -381,7 +419,24 @@ Result<ParameterServerStrategy::Regrouped> ParameterServerStrategy::regroup(
         if (!step && !error) error = step.error();
         steps.push_back(step ? *step : -1);
       }
-      if (!error) {
+      const bool empty = std::find(steps.begin(), steps.end(), PsClient::kHoldsNothing) != steps.end();
+      if (!error && empty) {
+        std::string from;
+        if (Status s = reload_ps(redo, position, from); !s) {
+          error = s.error();
+        } else {
+          rolled_back = true;
+          std::vector<std::string> restarted;
+          for (size_t t = 0; t < ps_.size(); ++t) {
+            if (steps[t] == PsClient::kHoldsNothing) restarted.push_back(fmt::format("ps {}", t));
+          }
+          r.changes.push_back(fmt::format("{} started again; every ps was loaded from {}", fmt::join(restarted, ", "),
+                                          from));
+          for (size_t t = 0; t < ps_.size() && !error; ++t) {
+            if (auto f = ps_[t]->fence(m->generation, n, split.bounds, -1); !f) error = f.error();
+          }
+        }
+      } else if (!error) {
         redo = *std::min_element(steps.begin(), steps.end());
         for (size_t t = 0; t < ps_.size() && !error; ++t) {
           if (steps[t] == redo) continue;
@@ -392,16 +447,21 @@ Result<ParameterServerStrategy::Regrouped> ParameterServerStrategy::regroup(
         if (cluster_.membership_superseded()) continue;
         return *error;
       }
-      position = position_at ? position_at(redo) : -1;
-      if (Status s = coord.set(key, fmt::format("{} {}", redo, position)); !s) return s.error();
+      if (!rolled_back) position = position_at ? position_at(redo) : -1;
+      if (Status s = coord.set(key, fmt::format("{} {} {}", redo, position, rolled_back ? 1 : 0)); !s) {
+        return s.error();
+      }
     } else {
       const auto deadline = std::chrono::steady_clock::now() + timeout;
       bool superseded = false;
       for (;;) {
         if (auto v = coord.get(key, std::chrono::milliseconds(200)); v.ok()) {
-          const size_t space = v->find(' ');
-          redo = std::stoll(v->substr(0, space));
-          position = std::stoll(v->substr(space + 1));
+          int back = 0;
+          if (std::sscanf(v->c_str(), "%" SCNd64 " %" SCNd64 " %d", &redo, &position, &back) != 3) {
+            return cluster_error(fmt::format("elastic: rank 0's answer for membership {} is \"{}\"", m->generation,
+                                             *v));
+          }
+          rolled_back = back != 0;
           break;
         }
         if ((superseded = cluster_.membership_superseded())) break;
@@ -430,7 +490,8 @@ Result<ParameterServerStrategy::Regrouped> ParameterServerStrategy::regroup(
   seen_step_ = snapshot_step_ = redo;
   lost_.reset();
   r.redo_step = redo;
-  r.input_position = joining ? position : -1;
+  r.input_position = joining || rolled_back ? position : -1;
+  if (rolled_back) r.redo_why = "the latest checkpoint, which every ps was loaded from";
   r.workers = workers_;
   r.rank = rank_;
   r.row_cuts = elastic_split(global_rows, static_cast<size_t>(workers_), program_.micro_batch_rows).row_cuts;

@@ -23,7 +23,8 @@ namespace dtrain {
 class ParameterServerStrategy final : public ReplicatedStrategy {
  public:
   ParameterServerStrategy(Program& program, std::vector<Device> devices, ClusterRuntime& cluster,
-                          PsPlacement placement, std::vector<std::unique_ptr<PsClient>> ps, bool sync);
+                          PsPlacement placement, std::vector<std::unique_ptr<PsClient>> ps, bool sync,
+                          std::string model_dir);
   std::string name() const override { return "parameter_server"; }
   bool is_chief() const override { return cluster_.resolved().is_chief(); }
   // The rank and the number of workers of the current group (elastic sync
@@ -68,11 +69,17 @@ class ParameterServerStrategy final : public ReplicatedStrategy {
   void failed(const Error& e);
   // Agreements are named by the group's generation and a count since it formed.
   std::string agreement_name();
+  // The chief: every ps gets its shards of values_ and slots_ at `step`.
+  Status init_ps(int64_t step);
+  // Elastic, after a ps task started again: values_ and slots_ from the
+  // latest checkpoint (its step, input position and path), then init_ps.
+  Status reload_ps(int64_t& step, int64_t& position, std::string& from);
 
   ClusterRuntime& cluster_;
   PsPlacement placement_;
   std::vector<std::unique_ptr<PsClient>> ps_;
   bool sync_;
+  std::string model_dir_;                   // where a restarted ps is reloaded from (elastic)
   std::vector<Tensor> values_;              // this worker's copy, refreshed by pulls
   std::vector<std::vector<Tensor>> slots_;  // only used to initialise the ps and by restore
   int64_t seen_step_ = 0;                   // the ps step of the last pull

@@ -185,7 +185,7 @@ class PsClient::Impl {
     ps::FenceResponse resp;
     grpc::Status s = unary([&](grpc::ClientContext* ctx, int64_t) { return stub_->Fence(ctx, req, &resp); });
     if (!s.ok()) return describe(s, fmt::format("the fence of membership generation {}", generation));
-    return resp.step();
+    return resp.empty() ? PsClient::kHoldsNothing : resp.step();
   }
 
   void set_abandon(std::function<bool()> abandon) { abandon_ = std::move(abandon); }
@@ -226,6 +226,7 @@ class PsClient::Impl {
       ctx.set_deadline(grpc_time(std::max(deadline, Clock::now() + std::chrono::milliseconds(wait_ms) + kGrace)));
       grpc::Status s = rpc(&ctx, wait_ms);
       if ((!transport_failure(s) && !not_initialized(s)) || Clock::now() >= deadline) return s;
+      if (abandon_ && abandon_()) return s;  // elastic: the ps was lost, and the group regroups
       if (transport_failure(s)) pause_connecting(*channel_, kRetryPause);
     }
   }

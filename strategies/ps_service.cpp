@@ -243,8 +243,12 @@ class ParameterService::Impl final : public ps::ParameterServer::Service {
   grpc::Status Fence(grpc::ServerContext*, const ps::FenceRequest* req, ps::FenceResponse* resp) override {
     return guarded_rpc("parameter service fence", [&]() -> grpc::Status {
       std::unique_lock<std::mutex> lock(mu_);
-      if (!wait_initialized(lock, 0)) return stopping_ ? shutting_down() : not_initialized();
+      if (stopping_) return shutting_down();
       if (!config_.sync || !config_.elastic) return rejected("fence: this ps is not in elastic sync mode");
+      if (!initialized_) {
+        resp->set_empty(true);
+        return grpc::Status::OK;
+      }
       if (req->generation() < generation_) {
         return rejected(fmt::format("fence for membership generation {}: the ps is at generation {}",
                                     req->generation(), generation_));

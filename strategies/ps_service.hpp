@@ -104,11 +104,14 @@ class PsClient {
   // `members` workers whose gradients cover the micro-batch ranges `bounds`
   // (empty: tree_sum over the members) and forgets the step in flight; with
   // rewind_to >= 0 a ps at rewind_to + 1 steps back to rewind_to. Returns
-  // the step the ps is at.
+  // the step the ps is at, or kHoldsNothing for a ps that holds nothing
+  // (started again after it was lost; the fence changed nothing).
+  static constexpr int64_t kHoldsNothing = -1;
   Result<int64_t> fence(int64_t generation, int members, const std::vector<size_t>& bounds, int64_t rewind_to);
-  // Pulls and snapshots that wait for a step give up (kCluster error) once
-  // abandon() is true, checked every 50 ms (elastic training: the workers
-  // changed and the step will not come).
+  // Pulls and snapshots that wait for a step, and calls retried while the
+  // ps does not answer, give up (kCluster error) once abandon() is true,
+  // checked every 50 ms (elastic training: the workers or the ps changed and
+  // the step will not come).
   void set_abandon(std::function<bool()> abandon);
   // Non-trainable shards' new values (batch_norm moving statistics) from the
   // chief, assigned as they are.

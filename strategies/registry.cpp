@@ -96,7 +96,8 @@ Result<std::unique_ptr<Strategy>> make_parameter_server(const JobSpec& job, Prog
       place_variables(program.model->variables(), static_cast<int>(addresses.size()),
                       job.strategy.partition_max_shards, job.strategy.partition_min_shard_mb * 1024.0 * 1024.0);
   return std::unique_ptr<Strategy>(std::make_unique<ParameterServerStrategy>(
-      program, std::move(devices), *cluster, std::move(placement), std::move(clients), job.strategy.mode == "sync"));
+      program, std::move(devices), *cluster, std::move(placement), std::move(clients), job.strategy.mode == "sync",
+      job.run.model_dir));
 }
 
 // The job's devices: "auto" is one CPU device; num_gpus N asks for

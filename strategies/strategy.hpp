@@ -129,7 +129,10 @@ class Strategy {
   static constexpr int64_t kJoining = -1;
   struct Regrouped {
     int64_t redo_step = 0;             // the step the group trains next
-    int64_t input_position = -1;       // for a joining process: the input's batches delivered at redo_step
+    // For a joining process, or every one when the group went back to a
+    // checkpoint: the input's batches delivered at redo_step (-1: its own).
+    int64_t input_position = -1;
+    std::string redo_why = "the last step every one of them completed";
     std::vector<std::string> changes;  // who was lost or joined, how, after which step
     int workers = 0, rank = 0;         // the new group and this process's place in it
     int workers_before = 0;

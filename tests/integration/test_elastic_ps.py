@@ -7,9 +7,12 @@ the group's rank 0 fences every ps at the new membership, the ps one update
 past the lowest step back, and the survivors redo that step over the new
 split of the same global batch: the final checkpoint has the bits of the run
 in which nothing failed. A worker restarted by launch joins (it pulls the
-variables; rank 0 sends the step and the input position). Async mode: the
-others train on while a worker is gone, and one restarted trains with them."""
+variables; rank 0 sends the step and the input position). A lost ps task
+pauses training; restarted, it comes back empty, and every ps is reloaded from
+the latest checkpoint: the same bits again. Async mode: the others train on
+while a worker is gone, and one restarted trains with them."""
 import os
+import random
 import re
 import signal
 import subprocess
@@ -20,7 +23,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from test_elastic import SETTINGS, STEPS, kill_soon_after, regroup_lines
-from test_launch_restarts import checkpoint, task_pid
+from test_launch_restarts import checkpoint, task_pid, wait_for
 
 from conftest import SOURCE_ROOT, dtrain_bin
 from test_cluster import clean_env
@@ -153,3 +156,34 @@ def test_elastic_in_async_mode_is_a_config_error(tmp_path):
     assert proc.returncode == 2, err[-3000:]
     assert re.search(r"strategy\.elastic\.min_workers: in mode: async the workers come and go without "
                      r"strategy\.elastic", err), err[-3000:]
+
+
+def test_sync_a_lost_ps_task_restarted_by_launch_reloads_every_ps_from_the_checkpoint_with_the_unfaulted_runs_bits(
+        tmp_path_factory, tmp_path):
+    # Training pauses while ps 1 is gone; launch starts it again (empty), the
+    # chief loads every ps from the latest checkpoint and the group goes back
+    # to its step and input position: the redone steps give the same bits.
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir, "sync", "--max-restarts", "2")
+    wait_for(checkpoint(model_dir, 20), proc)
+    pid = task_pid(proc, "ps", 1)
+    later = checkpoint(model_dir, 30)
+    deadline = time.monotonic() + random.uniform(0.0, 0.5)
+    while time.monotonic() < deadline and not later.exists():
+        time.sleep(0.002)
+    os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert re.search(r"dtrain launch: ps 1 \(127\.0\.0\.1:\d+\) was killed by SIGKILL\ndtrain launch: restarting ps 1 "
+                     r"alone with its identity \(restart 1 of 2\): every ps is reloaded from the latest checkpoint",
+                     err), err[-3000:]
+    assert "dtrain launch: all 6 tasks finished (after 1 restart)" in err
+    [line] = regroup_lines(err, 0)
+    m = re.search(r"^ps 1 \(127\.0\.0\.1:\d+\) .*; ps 1 started again; every ps was loaded from \S+model\.ckpt-(\d+)\."
+                  r"safetensors; the 4 workers go on from step (\d+) \(the latest checkpoint, which every ps was loaded "
+                  r"from\), the global batch 64 split 4 x 16, this worker rank 0 with rows 0\.\.15; step \d+ done", line)
+    assert m and m.group(1) == m.group(2) and int(m.group(1)) >= 20, line
+    for worker in (1, 2, 3):
+        [line] = regroup_lines(err, worker)
+        assert f"the 4 workers go on from step {m.group(2)} (the latest checkpoint" in line, line
+    assert_same_bits(model_dir, unfaulted(tmp_path_factory))
