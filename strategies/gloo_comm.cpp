@@ -48,37 +48,43 @@ class CoordStore final : public gloo::rendezvous::Store {
     if (!s.ok()) throw StoreError(s.error());
   }
 
+  // Gloo's connectFullMesh reads a peer's key with get() (it blocks until
+  // the key is set) as well as with wait().
   std::vector<char> get(const std::string& key) override {
-    Result<std::string> v = client_.get(full(key), timeout_);
-    if (!v.ok()) throw StoreError(v.error());
-    return {v->begin(), v->end()};
+    const std::string v = fetch(key, timeout_);
+    return {v.begin(), v.end()};
   }
 
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
 
   // Gloo waits for one peer's key at a time; each wait gets the whole timeout.
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    for (const std::string& key : keys) {
-      if (!superseded_) {
-        Result<std::string> v = client_.get(full(key), timeout);
-        if (!v.ok()) throw StoreError(v.error());
-        continue;
-      }
-      // Elastic: a peer lost while the group forms never sets its key.
-      const auto deadline = std::chrono::steady_clock::now() + timeout;
-      for (;;) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        Result<std::string> v = client_.get(full(key), std::clamp(left, std::chrono::milliseconds(1),
-                                                                  std::chrono::milliseconds(100)));
-        if (v.ok()) break;
-        if (superseded_()) throw StoreError(cluster_error("another task was lost while the group formed"));
-        if (left.count() <= 0) throw StoreError(v.error());
-      }
-    }
+    for (const std::string& key : keys) fetch(key, timeout);
   }
 
  private:
   std::string full(const std::string& key) const { return prefix_ + "/" + key; }
+
+  // The value of `key` once it is set (at most `timeout`). Elastic: a peer
+  // lost while the group forms, or gone on to a newer membership, never sets
+  // its key: every 100 ms the wait gives up if a newer membership was posted
+  // (the caller forms that one instead).
+  std::string fetch(const std::string& key, std::chrono::milliseconds timeout) {
+    if (!superseded_) {
+      Result<std::string> v = client_.get(full(key), timeout);
+      if (!v.ok()) throw StoreError(v.error());
+      return *v;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      Result<std::string> v = client_.get(full(key), std::clamp(left, std::chrono::milliseconds(1),
+                                                                std::chrono::milliseconds(100)));
+      if (v.ok()) return *v;
+      if (superseded_()) throw StoreError(cluster_error("the membership changed while the group formed"));
+      if (left.count() <= 0) throw StoreError(v.error());
+    }
+  }
 
   CoordinationClient& client_;
   const std::string prefix_;
