@@ -75,7 +75,10 @@ def task_of(pid):
         return None
     for v in env:
         if v.startswith(b"TF_CONFIG="):
-            t = json.loads(v[len(b"TF_CONFIG="):])["task"]
+            try:  # launch's own (empty) TF_CONFIG in a child not yet exec'd
+                t = json.loads(v[len(b"TF_CONFIG="):])["task"]
+            except (ValueError, KeyError):
+                return None
             return t["type"], t["index"]
     return None
 

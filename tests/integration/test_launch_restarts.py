@@ -46,7 +46,10 @@ def task_pid(proc, kind, index, timeout=60):
                 continue
             for var in env:
                 if var.startswith(b"TF_CONFIG="):
-                    task = json.loads(var[len(b"TF_CONFIG="):])["task"]
+                    try:  # a child forked but not yet exec'd has launch's environment
+                        task = json.loads(var[len(b"TF_CONFIG="):])["task"]
+                    except (ValueError, KeyError):
+                        continue
                     if (task["type"], task["index"]) == (kind, index):
                         return int(pid)
         time.sleep(0.05)

@@ -231,3 +231,81 @@ def test_usr1_to_an_interactive_srun_job_is_not_requeued(slurm, tmp_path):
             "BatchFlag=0)") in output, output
     assert re.search(r"stopped by SIGUSR1 at step \d+; checkpoint \S+ saved", output), output
     assert "requeued Slurm job" not in output
+
+
+def slurm_task_pid(marker, procid, timeout=60):
+    """The pid of the dtrain process of task `procid` of the srun step whose
+    environment carries DTRAIN_TEST_MARK=marker (slurmstepd starts the tasks:
+    they are no children of srun)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                env = open(f"/proc/{entry}/environ", "rb").read().split(b"\0")
+                exe = os.readlink(f"/proc/{entry}/exe")
+            except OSError:
+                continue
+            if (f"DTRAIN_TEST_MARK={marker}".encode() in env and f"SLURM_PROCID={procid}".encode() in env
+                    and exe.endswith("/dtrain")):
+                return int(entry)
+        time.sleep(0.05)
+    raise AssertionError(f"no dtrain process of task {procid} in the step marked {marker}")
+
+
+def test_elastic_under_srun_a_task_killed_shrinks_the_step_and_the_others_finish_with_the_unfaulted_runs_bits(
+        slurm, tmp_path):
+    """Issue 30, part 5: `srun --no-kill --kill-on-bad-exit=0` runs the chief and
+    2 workers (strategy.elastic.min_workers 2); worker 1's process is killed -9
+    (a lost node, as far as the step can tell): the chief and worker 0 regroup
+    over 32 + 16 rows and finish, and the final checkpoint has the bits of the
+    same step in which nothing was killed."""
+    from safetensors.numpy import load_file
+    import numpy as np
+
+    settings = ["run.max_steps=60", "run.save_checkpoints_steps=10", "run.keep_checkpoint_max=20",
+                "run.deterministic=true", "run.log_step_count_steps=10", "data.train.batch_size=16",
+                "run.micro_batch_rows=16", "strategy.elastic.min_workers=2"]
+
+    def start(model_dir, marker):
+        env = dict(slurm.env, DTRAIN_PORT_BASE=str(free_port_range(3)), OMP_NUM_THREADS="1",
+                   OMP_WAIT_POLICY="passive", DTRAIN_TEST_MARK=marker)
+        cmd = ["srun", "--overcommit", "-n", "3", "--no-kill", "--kill-on-bad-exit=0", "--label", dtrain_bin(),
+               "train", JOB, "--model-dir", model_dir, "--log-format", "plain", "--no-eval"]
+        for s in settings:
+            cmd += ["--set", s]
+        return subprocess.Popen(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env, cwd=tmp_path)
+
+    with hard_timeout(400):
+        plain = start(tmp_path / "unfaulted", f"unfaulted-{os.getpid()}")
+        output, _ = plain.communicate(timeout=180)
+        assert plain.returncode == 0, output
+        expected = load_file(str(tmp_path / "unfaulted" / "model.ckpt-60.safetensors"))
+
+        model_dir = tmp_path / "faulted"
+        marker = f"faulted-{os.getpid()}"
+        proc = start(model_dir, marker)
+        try:
+            deadline = time.monotonic() + 180
+            while not (model_dir / "model.ckpt-10.safetensors").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+                time.sleep(0.01)
+            os.kill(slurm_task_pid(marker, 2), signal.SIGKILL)
+            output, _ = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    tasks = by_task(output)
+    # srun reports the killed task (its exit is not 0); the others finished.
+    assert proc.returncode != 0, output
+    assert re.search(r"elastic: worker 1 \(\S+\) ended without leaving the cluster.*; 2 of 3 workers go on from step "
+                     r"\d+ .*the global batch 48 split 32 \+ 16 .*this worker rank 0 with rows 0\.\.31", tasks[0]), output
+    assert "training finished at step 60; checkpoint" in tasks[0], output
+    assert "training finished at step 60; the chief saved the checkpoint" in tasks[1], output
+    final = load_file(str(model_dir / "model.ckpt-60.safetensors"))
+    assert final.keys() == expected.keys()
+    for name in final:
+        assert np.array_equal(final[name], expected[name]), name
