@@ -43,6 +43,8 @@ import numpy as np
 from safetensors.numpy import load_file
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_restart import children  # noqa: E402 (launch's child processes)
 WORKERS = 4
 SAVE = 20
 
@@ -59,13 +61,6 @@ def command(model_dir, steps, strategy, faulted):
               "run.micro_batch_rows=16", "strategy.elastic.min_workers=2"]:
         args += ["--set", s]
     return args
-
-
-def children(pid):
-    try:
-        return [int(p) for p in open(f"/proc/{pid}/task/{pid}/children").read().split()]
-    except FileNotFoundError:
-        return []
 
 
 def task_of(pid):
