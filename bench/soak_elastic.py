@@ -11,10 +11,12 @@ min_workers 2) loses a random worker to kill -9, again and again, until
   - the final checkpoint equals, bit for bit, the one of the same job run
     first without any kill.
 
-The victims: any of the 4 workers, the chief (worker 0) included: a lost
-worker 1-3 goes on without it and launch starts it again alone (it joins the
-running training); a lost chief stops the cluster, and launch restarts every
-task from the latest checkpoint. The moments: a random one within a step or
+The victims: any of the 4 workers, the chief included: launch starts a lost
+worker again alone (it joins the running training). The chief (at first
+worker 0) hosts the coordination service: when it is lost the lowest
+surviving worker hosts a new one and takes over the chief's duties, and the
+evaluator, which loses the service with it, is started again by launch and
+goes on watching. The moments: a random one within a step or
 two, one while the chief writes a checkpoint (the temporary file written,
 not renamed yet: DTRAIN_TEST_PAUSE holds it there 40 ms and says so), or
 while the evaluator evaluates (held 40 ms likewise). A kill waits until all
@@ -114,6 +116,17 @@ def unfaulted_run(work, steps, strategy):
     return load_file(str(model_dir / f"model.ckpt-{steps}.safetensors"))
 
 
+def current_chief(lines):
+    """The worker that holds the chief's duties now: worker 0 at first, then
+    the last that took them over."""
+    chief = 0
+    for _, l in lines:
+        m = re.match(r"\[worker (\d)\] elastic: this worker is the chief from step", l)
+        if m:
+            chief = int(m.group(1))
+    return chief
+
+
 def soak(work, steps, strategy, kills, rng, log_path):
     model_dir = Path(work) / "soak"
     proc = subprocess.Popen(command(model_dir, steps, strategy, True), cwd=ROOT, env=env_for(True),
@@ -157,10 +170,11 @@ def soak(work, steps, strategy, kills, rng, log_path):
             if pid is None:
                 continue
             last_saved = saved_steps(model_dir)[-1]
+            chief = current_chief(lines)
             os.kill(pid, signal.SIGKILL)
-            made.append((victim, moment))
-            print(f"kill {len(made):3d}: worker {victim} at a {moment} (latest checkpoint {last_saved}, "
-                  f"{time.monotonic() - t0:.0f} s)", flush=True)
+            made.append((victim, moment, victim == chief))
+            print(f"kill {len(made):3d}: worker {victim}{' (the chief)' if victim == chief else ''} at a {moment} "
+                  f"(latest checkpoint {last_saved}, {time.monotonic() - t0:.0f} s)", flush=True)
         code = proc.wait(timeout=1800)
     finally:
         if proc.poll() is None:
@@ -216,14 +230,17 @@ def main():
             same = final.keys() == expected.keys() and all(np.array_equal(final[k], expected[k]) for k in final)
         if not same:
             failures.append("the final checkpoint differs from the unfaulted run's")
-        chief = sum(1 for v, _ in made if v == 0)
+        chief = sum(1 for _, _, c in made if c)
         by_moment = {}
-        for _, m in made:
+        for _, m, _ in made:
             by_moment[m] = by_moment.get(m, 0) + 1
         restarts = len(re.findall(r"^dtrain launch: restarting ", err, re.M))
         regroups = len(re.findall(r"^\[worker \d\] elastic: ", err, re.M))
-        print(f"soak: {len(made)} kills in {took:.0f} s ({chief} of the chief, {len(made) - chief} of workers 1-3; "
-              f"moments {by_moment}); launch restarted {restarts} times; {regroups} regroup lines; "
+        took_over = len(re.findall(r"^\[worker \d\] elastic: this worker is the chief from step", err, re.M))
+        everything = len(re.findall(r"^dtrain launch: .*restarting every task", err, re.M))
+        print(f"soak: {len(made)} kills in {took:.0f} s ({chief} of the chief, {len(made) - chief} of the other workers; "
+              f"moments {by_moment}); launch restarted {restarts} times ({everything} of them every task); "
+              f"{took_over} times a worker took over the chief's duties; {regroups} elastic lines; "
               f"{len(steps)} checkpoints, {len(corrupted)} corrupted, {len(missing)} lost; final checkpoint "
               f"{'bit for bit the unfaulted run' if same else 'DIFFERS'}")
     if failures:

@@ -228,6 +228,9 @@ int run_train(const Args& a) {
     // Before joining: every task stops with the same config error.
     if (Status s = check_elastic(*job, static_cast<int>(training)); !s) return fail(s.error());
     join.elastic_min_workers = job->strategy.elastic_min_workers;
+    // Collective: the group outlives the task hosting the coordination
+    // service (the ps strategies keep it on the chief).
+    join.failover = !join.with_ps;
     Logger startup(options.log_format, stderr);  // forming the cluster can take up to the timeout: say so at once
     startup.status(fmt::format("joining the cluster as {} {} ({} tasks, from {}; waiting up to {:g} s for the others)",
                                (*rc)->task.type, (*rc)->task.index, tasks, (*rc)->source, (*rc)->timeout_secs));

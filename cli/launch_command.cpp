@@ -247,7 +247,10 @@ Outcome watch_tasks(std::vector<Task>& tasks, const StopSignals& signals, const 
           // error. The evaluator ends with a forwarded signal's default action
           // (it has nothing to save): not a failure.
           const bool died = t.exit_code > 128 && o.forwarded == 0;
-          if (died && may_be_lost(t) && signals.last() == 0) {
+          // An evaluator that lost the coordination service (exit 4) with it.
+          const bool cut_off = t.type == "evaluator" && t.exit_code == static_cast<int>(ExitCode::kCluster) &&
+                               o.forwarded == 0;
+          if ((died || cut_off) && may_be_lost(t) && signals.last() == 0) {
             // Its last output first (the pipes of a dead process end at once).
             const std::string prefix = fmt::format("[{} {}] ", t.type, t.index);
             for (int tries = 0; tries < 1000 && (t.child.out_fd >= 0 || t.child.err_fd >= 0); ++tries) {
@@ -358,9 +361,17 @@ int run_launch(const LaunchArgs& a) {
   // pauses until it is started again, and every ps is reloaded from the
   // latest checkpoint.
   const bool ps_may_be_lost = elastic && strategy_traits(job->strategy).needs_ps_tasks;
+  // Elastic collective: the task hosting the coordination service too (a
+  // survivor hosts a new one and takes over the chief's duties), and the
+  // evaluator, which ends when that service goes and finds the new one
+  // when started again.
+  const bool host_may_be_lost = elastic && !strategy_traits(job->strategy).needs_ps_tasks;
   auto may_be_lost = [&](const Task& t) {
     if (t.type == "ps") return ps_may_be_lost;
-    return (elastic || workers_may_die) && t.type == "worker" && (a.chief || t.index > 0);
+    if (t.type == "evaluator" || t.type == "chief" || (t.type == "worker" && t.index == 0 && !a.chief)) {
+      return host_may_be_lost;
+    }
+    return (elastic || workers_may_die) && t.type == "worker";
   };
   const std::string threads_line = share_threads(a, *job, tasks);
   for (int restarts = 0;; ++restarts) {
@@ -377,7 +388,9 @@ int run_launch(const LaunchArgs& a) {
       std::fprintf(stderr,
                    "dtrain launch: restarting %s %d alone with its identity (restart %d of %d): %s (%s)\n",
                    t.type.c_str(), t.index, restarts, a.max_restarts,
-                   t.type == "ps" ? "every ps is reloaded from the latest checkpoint" : "it joins the running training",
+                   t.type == "ps"          ? "every ps is reloaded from the latest checkpoint"
+                   : t.type == "evaluator" ? "it goes on watching the model directory"
+                                           : "it joins the running training",
                    lost_why.c_str());
       if (Status s = start_task(a, cluster, t); !s) {
         std::fprintf(stderr, "dtrain: %s\n", s.error().message.c_str());

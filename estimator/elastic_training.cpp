@@ -5,12 +5,18 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "estimator/elastic_training.hpp"
 #include "estimator/estimator.hpp"
 #include "estimator/train_setup.hpp"
+#include "engine/io/file_util.hpp"
+#include "estimator/hooks/training_hook.hpp"
+#include "strategies/cluster_runtime.hpp"
 
 namespace dtrain {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -76,6 +82,39 @@ Status Estimator::regroup_after_loss(TrainingSetup& t) {
   e.pending_changes = r->changes;
   e.pending_workers_before = r->workers_before;
   e.pending = regroup_line(*r, rows, program_.micro_batch_rows);
+  return Status::Ok();
+}
+
+Status Estimator::take_chief_duties(TrainingSetup& t, HookList& hooks) {
+  const RunSpec& run = job_.run;
+  t.chief = true;
+  std::error_code ec;
+  fs::create_directories(run.model_dir, ec);
+  if (ec) return runtime_error(fmt::format("cannot create model_dir {}: {}", run.model_dir, ec.message()));
+  // What the lost chief was writing when it died (a checkpoint, the index).
+  for (const fs::path& dir : {fs::path(run.model_dir), fs::path(run.model_dir) / "eval"}) {
+    const std::vector<std::string> stale = io::remove_stale_temporaries(dir.string());
+    if (!stale.empty()) {
+      log_.info(fmt::format("removed {} temporary file{} in {} left by the lost chief: {}", stale.size(),
+                            stale.size() == 1 ? "" : "s", dir.string(), fmt::join(stale, ", ")));
+    }
+  }
+  if (auto latest = latest_checkpoint(run.model_dir)) last_checkpoint_ = *latest;
+  if (Status s = run_record_.begin(run.model_dir, global_step_, run.max_steps); !s) return s;
+  if (!train_writer_ && (run.save_summary_steps > 0 || run.histogram_steps > 0)) {
+    auto w = SummaryWriter::open(run.model_dir);
+    if (!w) return w.error();
+    train_writer_ = std::move(*w);
+  }
+  if (t.early) {
+    if (Status s = t.early->replay((fs::path(run.model_dir) / "eval").string(), global_step_); !s) return s;
+  }
+  const bool has_evaluator = t.in_cluster && options_.cluster->resolved().cluster.count("evaluator") > 0;
+  t.poll_early_stop = t.in_cluster && job_.eval.early_stopping && t.evaluate_during && job_.data.eval && has_evaluator;
+  hooks = make_training_hooks(t);
+  log_.info(fmt::format("elastic: this worker is the chief from step {} on: it writes the checkpoints and summaries "
+                        "in {} (the latest: {})",
+                        global_step_, run.model_dir, last_checkpoint_.empty() ? "none yet" : last_checkpoint_));
   return Status::Ok();
 }
 

@@ -239,6 +239,11 @@ class Estimator {
   // running group instead of sync_start (its state, step and input position
   // from rank 0).
   Status join_running_training(TrainingSetup& t, int64_t global_rows);
+  // Elastic training, after a regroup that made this worker the chief (the
+  // one that hosted the coordination service was lost): it takes over
+  // model_dir (stale temporaries, the latest checkpoint, run.json, the train
+  // summaries) and the chief's hooks.
+  Status take_chief_duties(TrainingSetup& t, HookList& hooks);
   void log_conv_algorithms();
   // When a task received SIGUSR1: options_.on_requeue_signal for `checkpoint`, logged.
   void requeue(const std::string& checkpoint);

@@ -149,12 +149,18 @@ Status Estimator::train_steps(bool evaluate_during) {
   // Elastic training: a lost worker fails every collective of the step;
   // the survivors regroup and go on from the last step all of them completed.
   auto lost = [&] { return elastic.input != nullptr && strategy_->membership_lost(); };
+  // After the loss of the task that hosted the coordination service, the
+  // member that took it over is the chief from now on.
+  auto regroup = [&]() -> Status {
+    if (Status st = regroup_after_loss(t); !st) return st;
+    return !t.chief && strategy_->is_chief() ? take_chief_duties(t, hooks) : Status::Ok();
+  };
   while (global_step_ < run.max_steps) {
     if (elastic.input != nullptr) {
       strategy_->keep_state(global_step_);
       elastic.keep(global_step_, t.input->position());
       if (strategy_->membership_changed()) {  // a worker lost, or one joining: at this step boundary
-        if (Status st = regroup_after_loss(t); !st) return st;
+        if (Status st = regroup(); !st) return st;
         continue;
       }
     }
@@ -176,7 +182,7 @@ Status Estimator::train_steps(bool evaluate_during) {
       out_of_data = strategy_->any_worker(out_of_data);
     }
     if (lost()) {
-      if (Status st = regroup_after_loss(t); !st) return st;
+      if (Status st = regroup(); !st) return st;
       continue;
     }
     if (out_of_data) {
@@ -194,7 +200,7 @@ Status Estimator::train_steps(bool evaluate_during) {
       program_.profiler = nullptr;
     }
     if (lost()) {
-      if (Status st = regroup_after_loss(t); !st) return st;
+      if (Status st = regroup(); !st) return st;
       continue;
     }
     if (!elastic.pending.empty()) {
@@ -209,7 +215,7 @@ Status Estimator::train_steps(bool evaluate_during) {
     s.batch = &b;
     if (Status st = run_after_step(hooks, s); !st) return st;
     if (lost()) {  // in a hook's agreement (a stop signal): this step is done, a survivor's may not be
-      if (Status st = regroup_after_loss(t); !st) return st;
+      if (Status st = regroup(); !st) return st;
       continue;
     }
     if (s.stop_signal != 0) return stop_after_step(s.stop_signal, t.multi_worker, t.chief);

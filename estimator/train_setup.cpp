@@ -60,6 +60,7 @@ Status Estimator::prepare_training(bool evaluate_during, TrainingSetup& t) {
   t.chief = strategy_->is_chief();
   t.multi_worker = strategy_->num_workers() > 1;
   t.in_cluster = options_.cluster != nullptr;
+  t.evaluate_during = evaluate_during;
   const bool chief = t.chief;
   std::error_code ec;
   if (chief) {

@@ -18,6 +18,7 @@ struct TrainingSetup {
   bool in_cluster = false;    // a task of a TF_CONFIG cluster
   bool can_eval = false;      // evaluates after checkpoint saves (a local train_and_evaluate with data.eval)
   bool poll_early_stop = false;  // the chief follows the evaluator's early-stopping decision
+  bool evaluate_during = false;  // train_and_evaluate (not train alone)
   bool nothing_to_train = false;  // already at max_steps, or stopped early before: train() returns Ok
   int64_t global_batch = 0;       // examples of one update over every replica and worker
   std::unique_ptr<EarlyStopping> early;  // eval.early_stopping of a local train_and_evaluate; null otherwise

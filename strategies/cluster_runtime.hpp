@@ -5,6 +5,7 @@
 // communicators from it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ class ClusterRuntime {
     bool workers_may_die = false;
     // strategy.elastic.min_workers (0: not elastic); see CoordinationOptions.
     int64_t elastic_min_workers = 0;
+    // Elastic collective training: the coordination service's host may be
+    // lost too. The lowest surviving member then hosts a new service on its
+    // own cluster address, the others connect to it, and it takes over the
+    // chief's duties (is_chief()); a task that starts (again) later finds
+    // the service where it is.
+    bool failover = false;
   };
   static Result<std::unique_ptr<ClusterRuntime>> join(const ResolvedCluster& rc, const JoinOptions& options);
   ~ClusterRuntime();
@@ -40,6 +47,10 @@ class ClusterRuntime {
   bool is_ps() const { return rc_.task.type == "ps"; }
   int rank() const { return rank_; }  // -1 for an evaluator
   int size() const { return static_cast<int>(training_.size()); }
+  // Whether this task holds the chief's duties: rank 0 of the group (at the
+  // start the first training task; after the service's host was lost, the
+  // task that took it over). A task that joins running training does not.
+  bool is_chief() const { return chief_; }
   double timeout_secs() const { return rc_.timeout_secs; }
   // The host of this task's address (where Gloo binds); "" if it has none.
   std::string bind_host() const;
@@ -78,6 +89,19 @@ class ClusterRuntime {
 
  private:
   ClusterRuntime() = default;
+  // The service's host was lost (JoinOptions::failover): the first other
+  // member hosts a new one if that is this task, and this task's client
+  // connects to it. The new service posts the next membership.
+  Status fail_over();
+  // Sets the client's failure handler: on the service's host, the failure
+  // reaches every other task before the process ends; with failover, the
+  // service's end marks the host lost instead of ending the process.
+  void watch_client();
+  CoordinationOptions options_;
+  bool failover_ = false;
+  bool chief_ = false;
+  std::atomic<bool> host_lost_{false};
+  std::vector<std::unique_ptr<CoordinationClient>> retired_;  // clients of lost services (threads may still read them)
   ResolvedCluster rc_;
   std::vector<CoordTask> training_;
   int rank_ = -1;

@@ -22,7 +22,9 @@ class CollectiveStrategy final : public MirroredStrategy {
   CollectiveStrategy(Program& program, std::vector<Device> devices, double bucket_bytes,
                      ClusterRuntime* cluster, std::unique_ptr<GlooComm> comm);
   std::string name() const override { return "collective"; }
-  bool is_chief() const override { return worker_index() == 0; }
+  // Rank 0 of the group; after the coordination service's host was lost,
+  // the member that took it over (ClusterRuntime::is_chief).
+  bool is_chief() const override { return cluster_ == nullptr || !cluster_->is_training_task() || cluster_->is_chief(); }
   // A rejoining process (no group yet) counts as its place in the cluster.
   int worker_index() const override { return comm_ ? comm_->rank() : rejoining_ ? cluster_->rank() : 0; }
   int num_workers() const override { return comm_ ? comm_->size() : rejoining_ ? cluster_->size() : 1; }

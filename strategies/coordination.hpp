@@ -48,6 +48,18 @@ struct CoordinationOptions {
   // tasks remain: the service posts the new membership instead (see
   // membership_key()). 0: any training task's death fails the cluster.
   int64_t elastic_min_workers = 0;
+  // Elastic collective training: a service started by a survivor after the
+  // service's host was lost (ClusterRuntime takes over the host's duties).
+  // training_tasks lists the new host first (rank 0, the chief from now
+  // on), then every other training task; `lost` are those not in the group
+  // (they join again when they register). Once every other member has
+  // registered, the service posts membership generation + 1 with `why`.
+  struct Failover {
+    int64_t generation = 0;         // the last membership generation of the lost service
+    std::vector<std::string> lost;  // id()s of the training tasks not in the group
+    std::string why;                // the first line of the membership it posts
+  };
+  std::optional<Failover> failover;
 };
 
 // Elastic training: the key-value entry in which the service posts
@@ -59,6 +71,13 @@ std::string membership_key(int64_t generation);
 // The key in which the service posts the generation that a training task
 // lost earlier joins again with (it registered again): `id` is its id().
 std::string rejoin_key(const std::string& id);
+// The key in which a service of an elastic job names the task hosting it (its id()).
+std::string host_key();
+
+// Elastic training: whether a coordination service answers at `address`
+// within `timeout`; its host's id() when it does (a refused connection
+// answers at once).
+std::optional<std::string> coordination_host_at(const std::string& address, std::chrono::milliseconds timeout);
 
 // The service, run inside the chief's process.
 class CoordinationService {
@@ -126,6 +145,9 @@ class CoordinationClient {
   void on_failure(std::function<void(const Error&)> handler);
   // The failure seen so far (nullopt while healthy).
   std::optional<Error> failure() const;
+  // Whether that failure is the service's own end: its connection closed,
+  // or it did not answer heartbeats for timeout_secs.
+  bool service_lost() const;
 
   // Key-value store shared by every task of the cluster.
   Status set(const std::string& key, const std::string& value);

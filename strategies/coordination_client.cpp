@@ -129,6 +129,8 @@ class CoordinationClient::Impl {
     return failure_;
   }
 
+  bool service_lost() const { return service_lost_.load(); }
+
   Status set(const std::string& key, const std::string& value) {
     if (auto f = failure()) return *f;
     coord::SetRequest req;
@@ -326,6 +328,7 @@ class CoordinationClient::Impl {
         last_answer = Clock::now();
         if (!resp.failure().empty()) return fail(cluster_error(resp.failure()));
       } else if (Clock::now() - last_answer >= timeout_) {
+        service_lost_.store(true);
         return fail(cluster_error(describe(s, "a heartbeat")));
       }
     }
@@ -359,6 +362,7 @@ class CoordinationClient::Impl {
     if (!failure.empty()) return fail(cluster_error(failure));
     if (s.ok()) return;  // the service ended the stream because this task left
     const int64_t steps = steps_done_.load(std::memory_order_relaxed);
+    service_lost_.store(true);
     fail(cluster_error(fmt::format(
         "{} closed its connection{} (the process that hosts it exited or was killed): {}", service_name_,
         steps > 0 ? fmt::format(" after this task's step {}", steps) : std::string(), s.error_message())));
@@ -403,6 +407,7 @@ class CoordinationClient::Impl {
   grpc::ClientContext* attach_call_ = nullptr;      // GUARDED_BY(mu_), the attach stream
   std::atomic<int64_t> steps_done_{0};
   std::atomic<int64_t> generation_{0};  // the newest membership generation pushed
+  std::atomic<bool> service_lost_{false};  // the failure is the service's end
   // This process, told apart from an earlier one of the same task.
   const std::string incarnation_ = fmt::format(
       "{}-{}", ::getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
@@ -426,6 +431,7 @@ void CoordinationClient::on_failure(std::function<void(const Error&)> handler) {
   impl_->on_failure(std::move(handler));
 }
 std::optional<Error> CoordinationClient::failure() const { return impl_->failure(); }
+bool CoordinationClient::service_lost() const { return impl_->service_lost(); }
 Status CoordinationClient::set(const std::string& key, const std::string& value) { return impl_->set(key, value); }
 Result<std::string> CoordinationClient::get(const std::string& key, std::optional<std::chrono::milliseconds> timeout) {
   return impl_->get(key, timeout);
@@ -440,5 +446,20 @@ void CoordinationClient::leave() { impl_->leave(); }
 void CoordinationClient::set_steps_done(int64_t step) { impl_->set_steps_done(step); }
 int64_t CoordinationClient::membership_generation() const { return impl_->membership_generation(); }
 void CoordinationClient::hang_for_test() { impl_->hang_for_test(); }
+
+std::optional<std::string> coordination_host_at(const std::string& address, std::chrono::milliseconds timeout) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  auto stub = coord::Coordination::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(grpc_time(Clock::now() + timeout));
+  coord::GetRequest req;
+  req.set_key(host_key());
+  req.set_wait_ms(0);
+  coord::GetResponse resp;
+  if (!stub->Get(&ctx, req, &resp).ok() || !resp.found()) return std::nullopt;
+  return resp.value();
+}
 
 }  // namespace dtrain

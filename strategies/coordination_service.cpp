@@ -52,6 +52,21 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         poll_cap_(std::min<Clock::duration>(kMaxPoll, to_duration(heartbeat_interval(options)))),
         rendezvous_deadline_(Clock::now() + timeout_) {
     for (const CoordTask& t : options_.training_tasks) training_.emplace(t.id(), t);
+    if (options_.elastic_min_workers > 0 && !options_.training_tasks.empty()) {
+      kv_[host_key()] = options_.training_tasks.front().id();  // found by tasks that start (again) later
+    }
+    if (const auto& f = options_.failover) {
+      // The group of the lost service goes on: its members register again;
+      // the tasks not in it are lost (they join again when they register).
+      generation_ = f->generation;
+      for (const std::string& id : f->lost) {
+        auto it = training_.find(id);
+        if (it == training_.end()) continue;
+        TaskState& st = tasks_[id];
+        st.task = it->second;
+        st.dead = true;
+      }
+    }
   }
 
   Result<int> listen(const std::string& address) {
@@ -143,6 +158,18 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       }
       auto [it, inserted] = tasks_.try_emplace(task.id());
       TaskState& st = it->second;
+      if (options_.failover && !inserted && st.dead && !rendezvous_done_) {
+        // Lost before the service moved, and started again before the group
+        // re-formed here: it joins once the group has (it asks again).
+        cv_.wait_for(lock, wait_of(req->wait_ms()),
+                     [&] { return stopping_ || !failure_.empty() || rendezvous_complete(); });
+        if (stopping_) return shutting_down();
+        if (!rendezvous_done_ || !failure_.empty()) {
+          resp->set_complete(false);
+          resp->set_failure(failure_);
+          return grpc::Status::OK;
+        }
+      }
       // Elastic training: a training task lost earlier that starts again
       // joins; one whose new process registers before the loss of the old
       // one was noticed is lost first.
@@ -367,7 +394,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   std::vector<std::string> missing(Pred present) const {
     std::vector<std::string> out;
     for (const CoordTask& t : options_.training_tasks) {
-      if (generation_ > 0) {  // elastic: a lost task is no longer waited for
+      if (generation_ > 0 || options_.failover) {  // elastic: a lost task is no longer waited for
         auto it = tasks_.find(t.id());
         if (it != tasks_.end() && it->second.dead) continue;
       }
@@ -380,6 +407,8 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   bool rendezvous_complete() {
     if (!rendezvous_done_) {
       rendezvous_done_ = missing([&](const std::string& id) { return tasks_.count(id) > 0; }).empty();
+      // A service that took over: the group re-formed here, in a new membership.
+      if (rendezvous_done_ && options_.failover && failure_.empty()) post_membership(options_.failover->why, nullptr);
     }
     return rendezvous_done_;
   }
@@ -502,6 +531,7 @@ Result<std::unique_ptr<CoordinationService>> CoordinationService::start(const st
 
 std::string membership_key(int64_t generation) { return fmt::format("elastic/membership/{}", generation); }
 std::string rejoin_key(const std::string& id) { return "elastic/rejoin/" + id; }
+std::string host_key() { return "elastic/host"; }
 
 CoordinationService::CoordinationService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 

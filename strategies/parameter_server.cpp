@@ -166,7 +166,6 @@ Status ParameterServerStrategy::sync_start(std::vector<int64_t>& values) {
   // The chief initialises every ps from its variables (a restored checkpoint,
   // or the seeded initial values) and publishes where training starts.
   CoordinationClient& coord = cluster_.client();
-  const auto& vars = program_.model->variables();
   if (is_chief()) {
     if (Status s = init_ps(values[0]); !s) return s;
     if (Status s = coord.set("ps/start", fmt::format("{} {}", values[0], values[1])); !s) return s;

@@ -7,7 +7,9 @@ final checkpoint has the bits of the run in which nothing failed (2 x 32 rows
 add the same micro-batch sums in the same order as 4 x 16). Losses one after
 another and 1 of 3 (the survivors take whole micro-batches in ranges of the
 tree one_device adds them in: the same bits again), fewer than min_workers
-left, and jobs that cannot be elastic."""
+left, the chief lost (a survivor hosts a new coordination service and takes over
+the chief's duties; the same bits again), and jobs that cannot be
+elastic."""
 import os
 import random
 import re
@@ -159,15 +161,53 @@ def test_a_lost_worker_restarted_by_launch_joins_the_running_training_with_the_u
     assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
 
 
-def test_the_chief_lost_restarts_every_task_and_resume_keeps_the_bits(tmp_path_factory, tmp_path):
-    # Worker 0 hosts the coordination service: its loss stops the cluster
-    # (exit 4) and launch restarts every task from the latest checkpoint.
+def test_the_chief_lost_a_survivor_hosts_the_service_and_takes_over_with_the_unfaulted_runs_bits(
+        tmp_path_factory, tmp_path):
+    # Part 3: worker 0 hosts the coordination service and is the chief. Its
+    # loss: worker 1 hosts a new service on its own address, the survivors
+    # connect to it and regroup, and worker 1 writes the checkpoints from
+    # then on; launch starts worker 0 again alone and it joins as a worker.
     model_dir = tmp_path / "run"
     err = kill_past(model_dir, 20, [0], "--max-restarts", "1")
-    # The others end with exit 4 at once; launch names whichever it reaped first.
     assert re.search(r"dtrain launch: worker 0 \(127\.0\.0\.1:\d+\) was killed by SIGKILL\n", err), err[-3000:]
-    assert re.search(r"; restarting every task with its identity \(restart 1 of 1\)", err), err[-3000:]
+    assert re.search(r"dtrain launch: restarting worker 0 alone with its identity \(restart 1 of 1\): it joins the "
+                     r"running training", err), err[-3000:]
+    assert "restarting every task" not in err and "resuming from" not in err
+    assert "dtrain launch: all 4 tasks finished (after 1 restart)" in err, err[-3000:]
+    [took_over] = [l for l in regroup_lines(err, 1) if "hosts the service" in l]
+    assert re.search(r"^worker 0 \(127\.0\.0\.1:\d+\), which hosted the coordination service, was lost .*; worker 1 "
+                     r"\(127\.0\.0\.1:\d+\) hosts the service from now on and takes over the chief's duties; 3 of 4 "
+                     r"workers go on from step \d+ .*this worker rank 0 with rows 0\.\.15; step \d+ done", took_over), took_over
+    assert re.search(r"^\[worker 1\] elastic: this worker is the chief from step \d+ on", err, re.M), err[-3000:]
+    [joined] = regroup_lines(err, 0)
+    assert re.search(r"worker 0 \(127\.0\.0\.1:\d+\) joined again .*; this worker joined the running training as 1 of "
+                     r"4 workers", joined), joined
+    assert "[worker 1] training finished at step 60; checkpoint" in err
+    for step in range(10, STEPS + 1, 10):  # none lost across the change
+        load_file(str(checkpoint(model_dir, step)))
     assert_same_bits(model_dir, unfaulted(tmp_path_factory, 4))
+
+
+def test_a_chief_task_lost_for_good_worker_0_takes_over_and_two_of_three_finish_with_the_unfaulted_runs_bits(
+        tmp_path_factory, tmp_path):
+    # TF_CONFIG with a chief task: worker 0 hosts the new service and is the
+    # chief from then on; nothing restarts the chief (no --max-restarts).
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir, "--chief", workers=2)
+    wait_for(checkpoint(model_dir, 10), proc)
+    pid = task_pid(proc, "chief", 0)
+    time.sleep(random.uniform(0.0, 0.5))
+    os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert re.search(r"dtrain launch: strategy\.elastic: the other tasks go on without chief 0", err), err[-3000:]
+    assert re.search(r"dtrain launch: training finished on 2 of 3 tasks; lost along the way: chief 0", err), err[-3000:]
+    [line] = [l for l in regroup_lines(err, 0) if "hosts the service" in l]
+    assert re.search(r"^chief 0 \(127\.0\.0\.1:\d+\), which hosted the coordination service, was lost .*; worker 0 "
+                     r"\(127\.0\.0\.1:\d+\) hosts the service from now on .*; 2 of 3 workers go on from step \d+ .*the "
+                     r"global batch 48 split 32 \+ 16 .*this worker rank 0 with rows 0\.\.31", line), line
+    assert "[worker 0] training finished at step 60; checkpoint" in err
+    assert_same_bits(model_dir, unfaulted(tmp_path_factory, 3))
 
 
 def test_fewer_than_min_workers_left_stops_the_cluster_with_exit_4(tmp_path):
