@@ -228,6 +228,7 @@ int run_train(const Args& a) {
     // Before joining: every task stops with the same config error.
     if (Status s = check_elastic(*job, static_cast<int>(training)); !s) return fail(s.error());
     join.elastic_min_workers = job->strategy.elastic_min_workers;
+    join.elastic_max_workers = job->strategy.elastic_max_workers;
     // Collective: the group outlives the task hosting the coordination
     // service (the ps strategies keep it on the chief).
     join.failover = !join.with_ps;

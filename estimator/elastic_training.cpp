@@ -124,12 +124,13 @@ Status Estimator::join_running_training(TrainingSetup& t, int64_t global_rows) {
   auto r = strategy_->regroup(Strategy::kJoining, global_rows, {});
   if (!r) return r.error();
   if (r->input_position < 0) return cluster_error("elastic: rank 0 sent no input position to the joining worker");
+  if (r->global_rows > 0) elastic_global_rows_ = r->global_rows;
   elastic_row_cuts_ = r->row_cuts;
   global_step_ = r->redo_step;
   restored_input_position_ = r->input_position;
   t.elastic.pending_changes = r->changes;
   t.elastic.pending_workers_before = r->workers_before;
-  t.elastic.pending = regroup_line(*r, global_rows, program_.micro_batch_rows);
+  t.elastic.pending = regroup_line(*r, elastic_global_rows_, program_.micro_batch_rows);
   t.elastic.joined = true;
   return Status::Ok();
 }

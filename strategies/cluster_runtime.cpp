@@ -79,6 +79,7 @@ Result<std::unique_ptr<ClusterRuntime>> ClusterRuntime::join(const ResolvedClust
   }
   options.timeout_secs = rc.timeout_secs;
   options.elastic_min_workers = join.elastic_min_workers;
+  options.elastic_max_workers = join.elastic_max_workers;
   rt->elastic_min_workers_ = join.elastic_min_workers;
   rt->failover_ = join.failover && join.elastic_min_workers > 0;
   rt->options_ = options;
@@ -273,7 +274,19 @@ Result<ClusterRuntime::Membership> ClusterRuntime::next_membership() {
     members_.clear();
     for (size_t at = eol; at != std::string::npos && at + 1 <= value.size();) {
       const size_t next = value.find('\n', at + 1);
-      members_.push_back(value.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+      std::string line = value.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+      std::string address;
+      if (const size_t tab = line.find('\t'); tab != std::string::npos) {
+        address = line.substr(tab + 1);
+        line.resize(tab);
+      }
+      // A worker beyond this task's cluster spec (strategy.elastic.max_workers).
+      const bool known = std::any_of(training_.begin(), training_.end(), [&](const CoordTask& t) { return t.id() == line; });
+      const size_t space = line.rfind(' ');
+      if (!known && space != std::string::npos) {
+        training_.push_back({line.substr(0, space), std::stoll(line.substr(space + 1)), address});
+      }
+      members_.push_back(std::move(line));
       at = next;
     }
     // Tasks lost at nearly the same moment: take the newest membership.

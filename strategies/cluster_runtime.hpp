@@ -36,6 +36,8 @@ class ClusterRuntime {
     // chief's duties (is_chief()); a task that starts (again) later finds
     // the service where it is.
     bool failover = false;
+    // strategy.elastic.max_workers (0: none beyond the spec); see CoordinationOptions.
+    int64_t elastic_max_workers = 0;
   };
   static Result<std::unique_ptr<ClusterRuntime>> join(const ResolvedCluster& rc, const JoinOptions& options);
   ~ClusterRuntime();

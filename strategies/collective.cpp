@@ -242,7 +242,7 @@ Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t comple
       // its input position there.
       std::vector<int64_t> values = {r.redo_step, position_at ? position_at(r.redo_step) : -1,
                                      program_.loss_scale.good_steps(),
-                                     std::bit_cast<int64_t>(program_.loss_scale.scale())};
+                                     std::bit_cast<int64_t>(program_.loss_scale.scale()), global_rows};
       if (Status s = broadcast_state(values); !s) {
         if (cluster_->membership_superseded()) continue;
         return s.error();
@@ -250,6 +250,8 @@ Result<CollectiveStrategy::Regrouped> CollectiveStrategy::regroup(int64_t comple
       if (joining) {
         r.input_position = values[1];
         program_.loss_scale.restore(std::bit_cast<double>(values[3]), values[2]);
+        global_rows = values[4];
+        r.global_rows = global_rows;
       }
     }
     r.restored = anyone_joins;

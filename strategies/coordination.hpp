@@ -48,6 +48,10 @@ struct CoordinationOptions {
   // tasks remain: the service posts the new membership instead (see
   // membership_key()). 0: any training task's death fails the cluster.
   int64_t elastic_min_workers = 0;
+  // Elastic training: a worker not among training_tasks that registers after
+  // the rendezvous joins (in a new membership, after the others) while fewer
+  // than this many training tasks are alive. 0: none.
+  int64_t elastic_max_workers = 0;
   // Elastic collective training: a service started by a survivor after the
   // service's host was lost (ClusterRuntime takes over the host's duties).
   // training_tasks lists the new host first (rank 0, the chief from now
@@ -66,7 +70,7 @@ struct CoordinationOptions {
 // membership generation `generation` (1, 2, ...: one per lost task). Its
 // value is the reason on the first line (the lost task, how, after which
 // step), then the id() of every remaining training task in rank order, one
-// per line.
+// per line, each followed by a tab and its address when it has one.
 std::string membership_key(int64_t generation);
 // The key in which the service posts the generation that a training task
 // lost earlier joins again with (it registered again): `id` is its id().

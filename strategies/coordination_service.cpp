@@ -52,6 +52,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         poll_cap_(std::min<Clock::duration>(kMaxPoll, to_duration(heartbeat_interval(options)))),
         rendezvous_deadline_(Clock::now() + timeout_) {
     for (const CoordTask& t : options_.training_tasks) training_.emplace(t.id(), t);
+    order_ = options_.training_tasks;
     if (options_.elastic_min_workers > 0 && !options_.training_tasks.empty()) {
       kv_[host_key()] = options_.training_tasks.front().id();  // found by tasks that start (again) later
     }
@@ -146,6 +147,21 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
       CoordTask task = from_proto(req->task());
       std::unique_lock<std::mutex> lock(mu_);
       bool training = training_.count(task.id()) > 0;
+      std::string grown;  // a new worker beyond the spec joins (elastic.max_workers)
+      if (!req->observer() && !training && task.type == "worker" && options_.elastic_max_workers > 0 &&
+          rendezvous_done_ && failure_.empty()) {
+        const int64_t alive = alive_workers();
+        if (alive >= options_.elastic_max_workers) {
+          return {grpc::StatusCode::FAILED_PRECONDITION,
+                  fmt::format("{} cannot join: the running group has {} training tasks, strategy.elastic.max_workers",
+                              task.label(), alive)};
+        }
+        training_.emplace(task.id(), task);
+        order_.push_back(task);
+        training = true;
+        grown = fmt::format("{} joined (a worker beyond the cluster spec; up to strategy.elastic.max_workers {})",
+                            task.label(), options_.elastic_max_workers);
+      }
       if (!req->observer() && !training) {
         std::vector<std::string> ids;
         for (const CoordTask& t : options_.training_tasks) ids.push_back(t.id());
@@ -196,6 +212,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
         st.incarnation = req->incarnation();
         cv_.notify_all();
       }
+      if (!grown.empty()) post_membership(grown, &st);
       if (rejoins && !is_ps(st.task)) {
         post_membership(fmt::format("{} joined again (its process started anew)", st.task.label()), &st);
       }
@@ -393,7 +410,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   template <class Pred>
   std::vector<std::string> missing(Pred present) const {
     std::vector<std::string> out;
-    for (const CoordTask& t : options_.training_tasks) {
+    for (const CoordTask& t : order_) {
       if (generation_ > 0 || options_.failover) {  // elastic: a lost task is no longer waited for
         auto it = tasks_.find(t.id());
         if (it != tasks_.end() && it->second.dead) continue;
@@ -435,7 +452,7 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
     // checkpoint).
     std::vector<std::string> alive;
     size_t workers = 0;
-    for (const CoordTask& t : options_.training_tasks) {
+    for (const CoordTask& t : order_) {
       if (is_ps(t)) continue;
       ++workers;
       auto it = tasks_.find(t.id());
@@ -455,13 +472,26 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   // `joined` (if any) is told the generation it joins with. REQUIRES: mu_ held.
   void post_membership(const std::string& why, const TaskState* joined) {
     std::string value = why;
-    for (const CoordTask& t : options_.training_tasks) {
+    for (const CoordTask& t : order_) {
       auto it = tasks_.find(t.id());
-      if (!is_ps(t) && it != tasks_.end() && !it->second.dead && !it->second.observer) value += "\n" + t.id();
+      if (!is_ps(t) && it != tasks_.end() && !it->second.dead && !it->second.observer) {
+        value += "\n" + t.id();
+        if (!t.address.empty()) value += "\t" + t.address;
+      }
     }
     kv_[membership_key(++generation_)] = value;
     if (joined != nullptr) kv_[rejoin_key(joined->task.id())] = std::to_string(generation_);
     cv_.notify_all();
+  }
+
+  // Training tasks (not ps) registered and alive. REQUIRES: mu_ held.
+  int64_t alive_workers() const {
+    int64_t n = 0;
+    for (const CoordTask& t : order_) {
+      auto it = tasks_.find(t.id());
+      if (!is_ps(t) && it != tasks_.end() && !it->second.dead && !it->second.observer) ++n;
+    }
+    return n;
   }
 
   // Declares the rendezvous failed at its deadline and tasks dead when their
@@ -496,7 +526,8 @@ class CoordinationService::Impl final : public coord::Coordination::Service {
   const Clock::duration timeout_;
   const Clock::duration poll_cap_;
   const Clock::time_point rendezvous_deadline_;
-  std::map<std::string, CoordTask> training_;  // by id(); constant after construction
+  std::map<std::string, CoordTask> training_;  // GUARDED_BY(mu_) after construction, by id(); grows by max_workers
+  std::vector<CoordTask> order_;               // GUARDED_BY(mu_), the training tasks in rank order
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

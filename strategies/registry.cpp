@@ -279,6 +279,21 @@ Status check_elastic(const JobSpec& job, int training_tasks) {
                                       l.where, l.name));
     }
   }
+  if (const int64_t max_workers = job.strategy.elastic_max_workers; max_workers > 0) {
+    if (traits.needs_ps_tasks) {
+      return config_error(fmt::format("{}: strategy.elastic.max_workers: new workers join collective training only "
+                                      "(parameter_server keeps its workers to the cluster spec); remove max_workers",
+                                      job.source_path));
+    }
+    if (max_workers < min_workers || (training_tasks >= 0 && max_workers < training_tasks)) {
+      return config_error(fmt::format("{}: strategy.elastic.max_workers: {} is less than {}; it counts every training "
+                                      "task (the chief and the workers), the cluster spec's included",
+                                      job.source_path, max_workers,
+                                      max_workers < min_workers ? fmt::format("min_workers {}", min_workers)
+                                                                : fmt::format("the cluster's {} training tasks",
+                                                                              training_tasks)));
+    }
+  }
   if (training_tasks >= 0 && training_tasks < min_workers) {
     return config_error(fmt::format("{}: strategy.elastic.min_workers: {} is more than the cluster's {} training "
                                     "task(s) (the chief and the workers)",

@@ -140,6 +140,9 @@ class Strategy {
     // boundaries, the last the global batch).
     std::vector<int64_t> row_cuts;
     bool restored = false;  // the state was put back (or received) inside the agreement
+    // A joining process: the group's global batch (its own cluster spec may
+    // count other workers); 0: the one given.
+    int64_t global_rows = 0;
   };
   // After membership_lost() or membership_changed(): `completed` is the
   // number of steps this process finished (kJoining for a process that

@@ -147,8 +147,17 @@ std::span<const Field> elastic_fields() {
           "parameter_server: the ps tasks', kept one update back), the global batch split over the survivors, while "
           "at least this many training tasks (the chief and the workers) remain; below, the cluster stops with exit "
           "code 4. A lost worker that starts again with its identity joins at a step boundary. 0: not elastic (a "
-          "lost worker stops the cluster). The chief, which hosts the coordination service, and the ps tasks cannot "
-          "be lost. In mode: async workers come and go without it.")
+          "lost worker stops the cluster). collective: the chief too (the next worker hosts the coordination "
+          "service and takes over the chief's duties); parameter_server: a lost ps task pauses training until it "
+          "starts again, then every ps is reloaded from the latest checkpoint. In mode: async workers come and go "
+          "without it.")
+          .min(0),
+      field<&StrategySpec::elastic_max_workers>(
+          "max_workers",
+          "collective with min_workers: a worker that is not in the running cluster's spec (its TF_CONFIG lists the "
+          "same tasks at the same addresses plus itself, e.g. a TFJob scaled up) joins the running training at a "
+          "step boundary while the group has fewer than this many workers; it receives the state from rank 0 and "
+          "the global batch is split over one more. 0: only the cluster spec's tasks.")
           .min(0),
   };
   return kFields;

@@ -132,6 +132,9 @@ struct StrategySpec {
   // lost, while at least this many training tasks remain (0: not elastic, a
   // lost worker stops the cluster).
   int64_t elastic_min_workers = 0;
+  // collective: workers beyond the cluster spec may join the running
+  // training while the group has fewer than this many (0: only the spec's).
+  int64_t elastic_max_workers = 0;
 };
 
 struct SyntheticSpec {

@@ -10,10 +10,12 @@ tree one_device adds them in: the same bits again), fewer than min_workers
 left, the chief lost (a survivor hosts a new coordination service and takes over
 the chief's duties; the same bits again), and jobs that cannot be
 elastic."""
+import json
 import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import time
 
@@ -210,6 +212,52 @@ def test_a_chief_task_lost_for_good_worker_0_takes_over_and_two_of_three_finish_
     assert_same_bits(model_dir, unfaulted(tmp_path_factory, 3))
 
 
+def start_beyond_the_spec(proc, index):
+    """Starts a training process that is not in launch's cluster: worker 0's
+    command line and environment, with a TF_CONFIG that lists the same tasks
+    plus worker `index` at a free port (a cluster scaled up)."""
+    pid = task_pid(proc, "worker", 0)
+    cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[:-1]
+    env = dict(kv.split(b"=", 1) for kv in open(f"/proc/{pid}/environ", "rb").read().split(b"\0") if b"=" in kv)
+    tf_config = json.loads(env[b"TF_CONFIG"])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tf_config["cluster"]["worker"].append(f"127.0.0.1:{port}")
+    tf_config["task"] = {"type": "worker", "index": index}
+    env[b"TF_CONFIG"] = json.dumps(tf_config).encode()
+    return subprocess.Popen(cmdline, cwd=SOURCE_ROOT, env=env, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_worker_beyond_the_cluster_spec_joins_under_max_workers_with_the_unfaulted_runs_bits(
+        tmp_path_factory, tmp_path):
+    # Part 2, max_workers: a fifth worker (a TF_CONFIG with one worker more)
+    # joins the 4 of launch's cluster; the global batch 64 = 8 micro-batches
+    # of 8 is split over 5 in ranges of the tree: the same bits.
+    mb8 = ["--set", "run.micro_batch_rows=8", "--set", "strategy.elastic.max_workers=5"]
+    model_dir = tmp_path / "run"
+    proc = launch(model_dir, *mb8)
+    wait_for(checkpoint(model_dir, 10), proc)
+    extra = start_beyond_the_spec(proc, 4)
+    _, extra_err = extra.communicate(timeout=600)
+    _, err = proc.communicate(timeout=600)
+    assert extra.returncode == 0, extra_err[-3000:]
+    assert proc.returncode == 0, err[-3000:]
+    [joined] = re.findall(r"^elastic: (.*)$", extra_err, re.M)
+    assert re.search(r"^worker 4 \(127\.0\.0\.1:\d+\) joined \(a worker beyond the cluster spec; up to "
+                     r"strategy\.elastic\.max_workers 5\); this worker joined the running training as 1 of 5 workers; "
+                     r"they go on from step \d+ .*the global batch 64 split 8 \+ 8 \+ 16 \+ 16 \+ 16 .*this worker rank 4 "
+                     r"with rows 48\.\.63; step \d+ done", joined), joined
+    [line] = regroup_lines(err, 0)
+    assert re.search(r"^worker 4 .* joined .*; 5 workers \(4 before\) go on", line), line
+    assert "training finished at step 60; the chief saved the checkpoint" in extra_err
+    reference = tmp_path_factory.mktemp("unfaulted_mb8")
+    ref = launch(reference, *mb8)
+    _, ref_err = ref.communicate(timeout=600)
+    assert ref.returncode == 0, ref_err[-3000:]
+    assert_same_bits(model_dir, load_file(str(checkpoint(reference, STEPS))))
+
+
 def test_fewer_than_min_workers_left_stops_the_cluster_with_exit_4(tmp_path):
     model_dir = tmp_path / "run"
     proc = launch(model_dir, "--set", "strategy.elastic.min_workers=3", "--set", "run.max_steps=100000")
@@ -230,6 +278,10 @@ def test_a_job_that_cannot_be_elastic_is_a_config_error(tmp_path):
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, err[-3000:]
     assert re.search(r"strategy\.elastic\.min_workers: 5 is more than the cluster's 4 training task", err), err[-3000:]
+    proc = launch(tmp_path / "run2", "--set", "strategy.elastic.max_workers=3")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err[-3000:]
+    assert re.search(r"strategy\.elastic\.max_workers: 3 is less than the cluster's 4 training tasks", err), err[-3000:]
     run = subprocess.run([dtrain_bin(), "train", str(JOB), "--model-dir", str(tmp_path / "one"), "--set",
                           "strategy.type=mirrored", "--set", "strategy.elastic.min_workers=2"],
                          cwd=SOURCE_ROOT, env=clean_env(), capture_output=True, text=True, timeout=300)

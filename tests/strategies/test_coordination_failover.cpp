@@ -3,7 +3,8 @@
 // takes the group of the lost one, posts the next membership once the
 // members have registered again, names its host for tasks that start later,
 // and takes back a lost task as a rejoin; clients tell the service's end
-// from the cluster's other failures. Real gRPC on loopback.
+// from the cluster's other failures; a worker beyond the cluster spec joins
+// under elastic.max_workers. Real gRPC on loopback.
 #include <doctest.h>
 
 #include <future>
@@ -46,7 +47,7 @@ TEST_CASE("coordination failover: the survivors form the group again and the nex
   REQUIRE(c.clients[1] != nullptr);
   auto m = c.clients[1]->get(membership_key(4), 2000ms);
   REQUIRE_MESSAGE(m.ok(), m.error().message);
-  CHECK(*m == "worker 0 was lost\nworker 1\nworker 2");
+  CHECK(*m == "worker 0 was lost\nworker 1\t127.0.0.1:5001\nworker 2\t127.0.0.1:5002");
   CHECK_FALSE(c.clients[0]->get(membership_key(3), 300ms).ok());  // the lost service's were not carried over
   // Attach streams tell the new generation.
   auto until = Clock::now() + 2s;
@@ -63,7 +64,8 @@ TEST_CASE("coordination failover: the survivors form the group again and the nex
   CHECK(*g == "5");
   auto m5 = (*back)->get(membership_key(5), 1000ms);
   REQUIRE(m5.ok());
-  CHECK(*m5 == "worker 0 (127.0.0.1:5000) joined again (its process started anew)\nworker 1\nworker 0\nworker 2");
+  CHECK(*m5 == "worker 0 (127.0.0.1:5000) joined again (its process started anew)\nworker 1\t127.0.0.1:5001\nworker "
+              "0\t127.0.0.1:5000\nworker 2\t127.0.0.1:5002");
   for (auto& client : c.clients) client->leave();
   (*back)->leave();
   CHECK(service->wait_all_left(Clock::now() + 2s));
@@ -119,4 +121,39 @@ TEST_CASE("coordination failover: clients tell the service's end from another ta
   const auto t0 = Clock::now();
   CHECK_FALSE(coordination_host_at(addr2, 1000ms).has_value());
   CHECK(secs_since(t0) < 0.9);
+}
+
+TEST_CASE("coordination: a worker beyond the spec joins under max_workers, and one more is refused") {
+  CoordinationOptions o = worker_options(2, 3);
+  o.elastic_min_workers = 2;
+  o.elastic_max_workers = 3;
+  auto service = start(o);
+  const std::string addr = local(service->port());
+  ConnectedTasks c = connect_tasks(addr, o.training_tasks, o);
+  REQUIRE(c.clients[0] != nullptr);
+  REQUIRE(c.clients[1] != nullptr);
+  auto third = CoordinationClient::connect(addr, "worker 0", worker(2), false, o);
+  REQUIRE_MESSAGE(third.ok(), third.error().message);
+  FailureSink sink;
+  (*third)->on_failure(sink.handler());
+  auto g = (*third)->get(rejoin_key("worker 2"), 1000ms);
+  REQUIRE_MESSAGE(g.ok(), g.error().message);
+  CHECK(*g == "1");
+  auto m = c.clients[0]->get(membership_key(1), 1000ms);
+  REQUIRE(m.ok());
+  CHECK(*m == "worker 2 (127.0.0.1:5002) joined (a worker beyond the cluster spec; up to "
+              "strategy.elastic.max_workers 3)\nworker 0\t127.0.0.1:5000\nworker 1\t127.0.0.1:5001\nworker "
+              "2\t127.0.0.1:5002");
+  auto fourth = CoordinationClient::connect(addr, "worker 0", worker(3), false, o);
+  REQUIRE_FALSE(fourth.ok());
+  CHECK_MESSAGE(fourth.error().message.find("worker 3 (127.0.0.1:5003) cannot join: the running group has 3 training "
+                                            "tasks, strategy.elastic.max_workers") != std::string::npos,
+                fourth.error().message);
+  // A new worker counts like the others: its loss is a membership, not a failure.
+  third->reset();
+  auto lost = c.clients[0]->get(membership_key(2), 2000ms);
+  REQUIRE_MESSAGE(lost.ok(), lost.error().message);
+  CHECK(lost->find("worker 2 (127.0.0.1:5002) ended without leaving") == 0);
+  CHECK(service->failure().empty());
+  for (auto& client : c.clients) client->leave();
 }
