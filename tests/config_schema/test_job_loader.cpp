@@ -358,6 +358,7 @@ strategy:
     min_shard_mb: 0.25
   elastic:
     min_workers: 0
+    max_workers: 0
 cluster:
   chief: []
   worker: []
