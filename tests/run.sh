@@ -30,13 +30,15 @@ passed=0 failed=0
 run_suite() {  # name, command...
   local name=$1; shift
   echo "=== $name"
-  if "$@"; then passed=$((passed + 1)); echo "=== $name: ok"; else failed=$((failed + 1)); echo "=== $name: FAILED"; fi
+  local start=$SECONDS
+  if "$@"; then passed=$((passed + 1)); echo "=== $name: ok ($((SECONDS - start)) s)"
+  else failed=$((failed + 1)); echo "=== $name: FAILED ($((SECONDS - start)) s)"; fi
 }
 
 run_suite "unit tests" ./build/tests/dtrain_unit_tests
 run_suite "process-level tests" env DTRAIN_BIN="$PWD/build/cli/dtrain" DTRAIN_SOURCE_ROOT="$PWD" \
   DTRAIN_FORMAT_WRITER="$PWD/build/tests/engine/io/io_format_writer" \
-  python3 -m pytest -q -p no:cacheprovider tests/integration
+  python3 -m pytest -q -p no:cacheprovider --durations=15 tests/integration
 
 # Every guarantee on a CPU without AVX-512 (engine/cpu_isa.hpp): the unit
 # tests and the determinism, equivalence, resume, precision, accumulation and
@@ -57,7 +59,9 @@ run_suite "determinism, equivalence, resume and precision (AVX2 cap)" env DTRAIN
 [ -f build-asan/build.ninja ] || meson setup build-asan -Dcuda=disabled --buildtype=debug \
   -Db_sanitize=address,undefined -Db_lundef=false || exit 1
 fuzz_harnesses=(job tf_config tfrecord arrays csv image text checkpoint)
+asan_build_start=$SECONDS
 ninja -C build-asan cli/dtrain tests/dtrain_unit_tests "${fuzz_harnesses[@]/#/tests/fuzz/fuzz_}" || exit 1
+echo "=== ASan+UBSan build: $((SECONDS - asan_build_start)) s"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 run_suite "unit tests (ASan+UBSan)" ./build-asan/tests/dtrain_unit_tests
 run_suite "malformed jobs and data (ASan+UBSan)" env DTRAIN_BIN="$PWD/build-asan/cli/dtrain" DTRAIN_SOURCE_ROOT="$PWD" \
