@@ -450,10 +450,15 @@ void CoordinationClient::hang_for_test() { impl_->hang_for_test(); }
 std::optional<std::string> coordination_host_at(const std::string& address, std::chrono::milliseconds timeout) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);
+  // A channel of its own: gRPC shares subchannels between channels to one
+  // address, and a refused connection (the service not up yet) would make
+  // every later probe fail at once for the reconnect backoff (a second).
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   auto stub = coord::Coordination::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(grpc_time(Clock::now() + timeout));
+  ctx.set_wait_for_ready(false);
   coord::GetRequest req;
   req.set_key(host_key());
   req.set_wait_ms(0);
